@@ -1,0 +1,40 @@
+"""Tile and grid choice, apart from the kernels.
+
+Inputs: max_m (the bucket size), expected_m (the caller's hint of rows per group, may be None),
+n, and the device's compute capability. masked_m itself stays on the device: tiles past it are
+skipped inside the kernel, so the choice here only sizes the token tile.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Config:
+    BM: int          # token tile (rows of A)
+    BN: int          # weight tile (rows of B, columns of C)
+    swap: bool       # True: weight rows on the MMA's M side (C^T = Bdec @ A^T)
+    num_warps: int
+    num_stages: int
+    group_tiles: int = 8
+
+    def as_kwargs(self):
+        return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, GROUP_TILES=self.group_tiles,
+                    num_warps=self.num_warps, num_stages=self.num_stages)
+
+
+def _pow2_at_least(x: int, lo: int, hi: int) -> int:
+    p = lo
+    while p < x and p < hi:
+        p *= 2
+    return p
+
+
+def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
+    """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m)."""
+    rows = max_m if expected_m is None else max(1, min(int(expected_m), max_m))
+    if rows <= 64:
+        # Decode-like: memory-bound on the weights. Weight rows are the MMA's M side (64 per
+        # CTA, so g * n / 64 CTAs); the token tile covers the expected rows.
+        bm = _pow2_at_least(rows, 16, 64)
+        return Config(BM=bm, BN=64, swap=True, num_warps=4, num_stages=4)
+    return Config(BM=128, BN=128, swap=False, num_warps=8, num_stages=3)

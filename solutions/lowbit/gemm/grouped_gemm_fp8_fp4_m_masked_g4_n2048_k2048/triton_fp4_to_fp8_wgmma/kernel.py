@@ -1,0 +1,173 @@
+"""Triton kernels: M-masked grouped GEMM, A in FP8 e4m3 (per-row per-128 float32 scale) times
+B in FP4 E2M1 (per-row per-32 float32 scale), bf16 out.
+
+The FP4 weights are decoded to e4m3 bit patterns in registers with integer ops (every E2M1 value
+is exact in e4m3) and multiplied with an fp8 ``tl.dot`` (wgmma on sm_90, tcgen05 on sm_100).
+
+Scales, per 128-wide K block and per weight row n:
+- fast path: the four per-32 scales are positive normal powers of two within 11 binades of each
+  other. Their ratio to ``ref = max(scale) * 2**-6`` is added to the e4m3 exponent field of the
+  decoded values (exact: results stay normal, below 448 and never hit the NaN pattern), and
+  ``a_scale[m] * ref[n]`` is applied to the block's fp32 partial product.
+- any other row (zero, negative, non power of two, too widely spread scales) gets ref = 0 and
+  unscaled codes in the main loop (so it contributes exactly 0 there), and one flag per tile
+  records that. After the main loop, only tiles that saw such a row run a correction loop with
+  four K=32 dots per affected block, each scaled in fp32 by the exact scales of those rows.
+
+The fp8 MMA's partial sums are promoted to fp32 once per 128-K block
+(acc += dot(...) * scale), never accumulated across blocks inside the MMA.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _e2m1_to_e4m3(code, dexp):
+    """int32 E2M1 codes (0..15) -> int32 e4m3 bit patterns of code_value * 2**(dexp >> 3).
+
+    dexp is an exponent-field addend (a multiple of 8, in [-40, 48]); 0 keeps the plain value.
+    """
+    mag = code & 7
+    base = tl.where(mag == 1, 0x30, (mag << 2) + 0x30) + dexp
+    val = tl.where(mag == 0, 0, base)
+    return val | ((code & 8) << 4)
+
+
+@triton.jit
+def _decode_block(b_rows_ptr, row_mask, row_stride, koff, dexp3, BR: tl.constexpr,
+                  NG: tl.constexpr):
+    """Load NG*16 packed bytes per row (NG groups of 32 K) and decode them to [BR, NG*32] fp8.
+
+    b_rows_ptr: [BR] pointers to the start of each weight row; koff: byte offset along the row;
+    dexp3: [BR, NG, 1] exponent addends (or a scalar 0).
+    """
+    gi = tl.arange(0, NG)
+    bi = tl.arange(0, 16)
+    ptrs = b_rows_ptr[:, None, None] + (koff + gi[None, :, None] * 16 + bi[None, None, :])
+    byte = tl.load(ptrs, mask=row_mask[:, None, None], other=0).to(tl.int32) & 0xFF
+    lo = _e2m1_to_e4m3(byte & 15, dexp3).to(tl.int8)
+    hi = _e2m1_to_e4m3(byte >> 4, dexp3).to(tl.int8)
+    bits = tl.reshape(tl.join(lo, hi), [BR, NG * 32])
+    return bits.to(tl.float8e4nv, bitcast=True)
+
+
+@triton.jit
+def _to_bf16(x, MANUAL_RNE: tl.constexpr):
+    """fp32 -> bf16, round to nearest even. The Triton interpreter truncates in its cast, so
+    MANUAL_RNE rounds with integer ops there (finite inputs); on GPUs the cast is used."""
+    if MANUAL_RNE:
+        bits = x.to(tl.int32, bitcast=True)
+        bits = bits + 0x7FFF + ((bits >> 16) & 1)
+        return (bits >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _fold_scales(s):
+    """s: [BR, 4] float32 scales of one 128-K block -> (row_ok [BR], dexp [BR, 4], ref [BR])."""
+    sb = s.to(tl.int32, bitcast=True)
+    ef = (sb >> 23) & 0xFF
+    p2 = ((sb & 0x7FFFFF) == 0) & (sb > 0) & (ef < 255)
+    emax = tl.max(ef, axis=1)
+    emin = tl.min(ef, axis=1)
+    row_ok = (tl.min(p2.to(tl.int32), axis=1) == 1) & ((emax - emin) <= 11)
+    dexp = tl.where(row_ok[:, None], (ef - emax[:, None] + 6) * 8, 0)
+    ref = tl.where(row_ok, tl.max(s, axis=1) * 0.015625, 0.0)
+    return row_ok, dexp, ref
+
+
+@triton.jit
+def grouped_gemm_kernel(
+    a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr,
+    MAX_M, N, K,
+    BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, GROUP_TILES: tl.constexpr,
+    MANUAL_RNE: tl.constexpr,
+):
+    """One [BM tokens x BN weight rows] tile of one group.
+
+    SWAP=False: acc[BM, BN] = A @ Bdec^T (tokens on the MMA's M side).
+    SWAP=True:  acc[BN, BM] = Bdec @ A^T (weight rows on the MMA's M side; for few tokens).
+    """
+    pid = tl.program_id(0)
+    grp = tl.program_id(1)
+    num_m = tl.cdiv(MAX_M, BM)
+    num_n = tl.cdiv(N, BN)
+    # Walk GROUP_TILES token tiles per weight tile before moving on (L2 reuse of A).
+    width = GROUP_TILES * num_n
+    gid = pid // width
+    first_m = gid * GROUP_TILES
+    gsize = tl.minimum(num_m - first_m, GROUP_TILES)
+    pid_m = first_m + (pid % width) % gsize
+    pid_n = (pid % width) // gsize
+
+    mm = tl.load(mm_ptr + grp)
+    mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
+
+    KB = K // 128
+    KH = K // 2
+    KS = K // 32
+    grp64 = grp.to(tl.int64)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    m_valid = offs_m < mm
+    n_valid = offs_n < N
+
+    a_rows = a_ptr + grp64 * MAX_M * K + offs_m.to(tl.int64) * K
+    as_rows = as_ptr + grp64 * MAX_M * KB + offs_m.to(tl.int64) * KB
+    b_rows = b_ptr + grp64 * N * KH + offs_n.to(tl.int64) * KH
+    bs_rows = bs_ptr + grp64 * N * KS + offs_n.to(tl.int64) * KS
+
+    k128 = tl.arange(0, 128)
+    g4 = tl.arange(0, 4)
+    if SWAP:
+        acc = tl.zeros((BN, BM), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+    # Tiles entirely past masked_m run no K loop: they only write zeros.
+    kb_end = tl.where(pid_m * BM < mm, KB, 0)
+    bad_any = 0
+    for kb in range(0, kb_end):
+        a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
+        a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
+        s = tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :]), mask=n_valid[:, None], other=1.0)
+        row_ok, dexp, ref = _fold_scales(s)
+        bad_any = bad_any | tl.max((~row_ok).to(tl.int32), axis=0)
+        bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4)
+        if SWAP:
+            acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
+        else:
+            acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
+
+    if bad_any != 0:
+        # Exact path for rows whose scales could not be folded: four K=32 dots per block,
+        # each scaled in fp32 by those rows' own scales (others get 0 here: already done).
+        k32 = tl.arange(0, 32)
+        for kb in range(0, kb_end):
+            s = tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :]), mask=n_valid[:, None], other=1.0)
+            row_ok, dexp, ref = _fold_scales(s)
+            if tl.max((~row_ok).to(tl.int32), axis=0) != 0:
+                a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
+                for j in tl.static_range(4):
+                    a = tl.load(a_rows[:, None] + (kb * 128 + j * 32 + k32[None, :]),
+                                mask=m_valid[:, None], other=0.0)
+                    s_j = tl.load(bs_rows + (kb * 4 + j), mask=n_valid, other=0.0)
+                    s_j = tl.where(row_ok, 0.0, s_j)
+                    braw = _decode_block(b_rows, n_valid, KH, kb * 64 + j * 16, 0, BN, 1)
+                    if SWAP:
+                        acc += tl.dot(braw, tl.trans(a)) * (s_j[:, None] * a_s[None, :])
+                    else:
+                        acc += tl.dot(a, tl.trans(braw)) * (a_s[:, None] * s_j[None, :])
+
+    c_base = c_ptr + grp64 * MAX_M * N
+    if SWAP:
+        keep = n_valid[:, None] & m_valid[None, :]
+        out = _to_bf16(tl.where(keep, acc, 0.0), MANUAL_RNE)
+        ptrs = c_base + offs_m.to(tl.int64)[None, :] * N + offs_n[:, None]
+        tl.store(ptrs, out, mask=n_valid[:, None] & (offs_m < MAX_M)[None, :])
+    else:
+        keep = m_valid[:, None] & n_valid[None, :]
+        out = _to_bf16(tl.where(keep, acc, 0.0), MANUAL_RNE)
+        ptrs = c_base + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
+        tl.store(ptrs, out, mask=(offs_m < MAX_M)[:, None] & n_valid[None, :])

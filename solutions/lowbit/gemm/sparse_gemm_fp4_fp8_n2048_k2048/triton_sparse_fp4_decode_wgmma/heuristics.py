@@ -1,0 +1,82 @@
+"""Path and tile choice from m, n and the device, apart from the kernels.
+
+Two paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbers):
+- few rows: one fused launch that decodes A on the fly and multiplies on the FP32 units,
+  each program streaming BN rows of B (the problem is a read of B);
+- otherwise: decode A once into a dense e4m3 workspace (one int32 word per 2:4 group), then
+  a dense FP8 tensor-core GEMM. Decoding inside the GEMM would repeat the decode for every
+  column tile (n/BN times), and the decode's integer work is larger than the MMA's time.
+"""
+
+from dataclasses import dataclass
+
+# Rows up to which the fused FP32-unit kernel is used.
+SMALL_M_MAX = 8
+# k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
+K_MULTIPLE = 32
+DECODE_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class SmallConfig:
+    BM: int
+    BN: int
+    BK: int
+    num_warps: int = 4
+    num_stages: int = 3
+
+    def as_kwargs(self):
+        return dict(BM=self.BM, BN=self.BN, BK=self.BK, num_warps=self.num_warps,
+                    num_stages=self.num_stages)
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    BM: int
+    BN: int
+    BK: int
+    num_warps: int
+    num_stages: int
+    group_m: int = 8
+    split_acc: bool = True
+
+    def as_kwargs(self):
+        return dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m,
+                    SPLIT_ACC=self.split_acc, num_warps=self.num_warps, num_stages=self.num_stages)
+
+
+def _pow2_at_least(x: int, lo: int, hi: int) -> int:
+    p = lo
+    while p < x and p < hi:
+        p *= 2
+    return p
+
+
+def use_small_path(m: int) -> bool:
+    return m <= SMALL_M_MAX
+
+
+def tile_k(k: int, cap: int) -> int:
+    """Largest power of two <= cap (and >= K_MULTIPLE) dividing k; the caller checked k."""
+    bk = cap
+    while k % bk:
+        bk //= 2
+    return bk
+
+
+def small_config(m: int, n: int, k: int) -> SmallConfig:
+    return SmallConfig(BM=_pow2_at_least(m, 1, SMALL_M_MAX), BN=16, BK=tile_k(k, 128))
+
+
+def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
+    """Tiles sized so the grid covers the machine (132 SMs on the H200) at each m."""
+    if m <= 64:
+        cfg = GemmConfig(BM=16, BN=16, BK=256, num_warps=4, num_stages=4)
+    elif m <= 256:
+        cfg = GemmConfig(BM=64, BN=64, BK=128, num_warps=4, num_stages=4)
+    elif m <= 2048:
+        cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=4)
+    else:
+        cfg = GemmConfig(BM=128, BN=256, BK=128, num_warps=8, num_stages=3)
+    return GemmConfig(cfg.BM, cfg.BN, tile_k(k, cfg.BK), cfg.num_warps, cfg.num_stages,
+                      cfg.group_m, cfg.split_acc)

@@ -1,0 +1,135 @@
+"""Triton kernels for c = bf16(A @ B^T), A given as 2:4 FP4 (a_vals, a_meta), B dense e4m3.
+
+Scaled representation used throughout: the E2M1 magnitude bits shifted left by 2 form the
+e4m3 byte of x * 2^-6 (E2M1's 0.5 lands on e4m3's subnormal 2^-7), and shifted left by 9 the
+fp16 bits of x * 2^-14. Both are exact for every code, so decoding needs no lookup and no
+rounding; the kernels undo the power-of-two scale on the fp32 accumulator.
+"""
+
+import triton
+import triton.language as tl
+
+@triton.jit
+def _fp16_scaled(code):
+    """fp16 value of e2m1(code) * 2^-14 for a 4-bit code held in int32 (bit 3 = sign)."""
+    bits = ((code & 7) << 9) | ((code & 8) << 12)
+    return bits.to(tl.int16).to(tl.float16, bitcast=True)
+
+
+@triton.jit
+def _e4m3_byte(h):
+    """e4m3 byte (in int32) of y * 2^8 for fp16 y = x * 2^-14: fp16 and e4m3 exponent fields
+    line up under that scale (the biases differ by 8), so the top 7 bits below the sign
+    are the e4m3 magnitude. Exact for every sum of two E2M1 values."""
+    g = h.to(tl.int16, bitcast=True).to(tl.int32)
+    return ((g >> 7) & 0x7F) | ((g >> 8) & 0x80)
+
+
+@triton.jit
+def _group_words(v, meta):
+    """int32 word per 2:4 group: byte p = e4m3 of A[4j+p] * 2^-6 (little-endian byte order).
+
+    v, meta: int32 in [0, 255]. Positions come from meta bits 0-1 and 2-3; bits 4-7 are
+    ignored; a repeated position gets the exact sum of both values (done in fp16, where the
+    sum of two scaled E2M1 values is exact).
+    """
+    s0 = (meta & 3) << 3
+    s1 = (meta & 12) << 1
+    rep = s0 == s1
+    f0 = _fp16_scaled(v & 15)
+    f1 = _fp16_scaled(v >> 4)
+    zero = tl.zeros_like(f1)
+    y0 = f0 + tl.where(rep, f1, zero)
+    y1 = tl.where(rep, zero, f1)
+    return (_e4m3_byte(y0) << s0) | (_e4m3_byte(y1) << s1)
+
+
+@triton.jit
+def decode_a_kernel(vals_ptr, meta_ptr, words_ptr, total, BLOCK: tl.constexpr):
+    """Dense e4m3 A (scaled by 2^-6) as one int32 word per group; a_vals/a_meta/words are
+    contiguous [m, k/4], so the work is a flat stream over m*k/4 groups."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    v = tl.load(vals_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
+    meta = tl.load(meta_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
+    tl.store(words_ptr + offs, _group_words(v, meta), mask=mask)
+
+
+@triton.jit
+def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
+                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                    SPLIT_ACC: tl.constexpr):
+    """c[M, N] = bf16(64 * a[M, K] @ b[N, K]^T), a and b e4m3; K % BK == 0.
+
+    SPLIT_ACC: add each BK chunk's dot into the fp32 accumulator (Hopper's fp8 MMA keeps
+    fewer accumulator bits than fp32, which over K = 2048 exceeds the error budget for
+    outputs near zero).
+    """
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    # Grouped order: GROUP_M row tiles share each B column tile while it is in L2.
+    width = GROUP_M * num_pid_n
+    group = pid // width
+    first_m = group * GROUP_M
+    size_m = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % size_m
+    pid_n = (pid % width) // size_m
+
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    # Rows past the end re-read valid rows (never stored) so the loads need no mask.
+    rows = (offs_m % M).to(tl.int64)
+    cols = (offs_n % N).to(tl.int64)
+    a_ptrs = a_ptr + rows[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + cols[None, :] * stride_bn + offs_k[:, None]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, K, BK):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        if SPLIT_ACC:
+            acc += tl.dot(a, b)
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK
+    c = (acc * 64.0).to(tl.bfloat16)  # undo the 2^-6 of the decoded A
+    c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
+    tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def small_m_fma_kernel(vals_ptr, meta_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
+                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """One launch for a handful of rows: decode A on the fly to fp32 and multiply on the
+    FP32 units. Each program owns BN columns of B and streams them once; A is tiny and
+    L2-resident, so its decode is the only redundant work."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    G: tl.constexpr = BK // 4
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    mask_m = offs_m < M
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    cols = (offs_n % N).to(tl.int64)
+    offs_g = tl.arange(0, G)
+    slot = tl.arange(0, 4)[None, None, :]
+    a_ptrs = offs_m.to(tl.int64)[:, None] * stride_am + offs_g[None, :]
+    b_ptrs = b_ptr + cols[:, None] * stride_bn + tl.arange(0, BK)[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, K, BK):
+        v = tl.load(vals_ptr + a_ptrs, mask=mask_m[:, None], other=0).to(tl.int32) & 0xFF
+        meta = tl.load(meta_ptr + a_ptrs, mask=mask_m[:, None], other=0).to(tl.int32)
+        x0 = _fp16_scaled(v & 15).to(tl.float32)[:, :, None]
+        x1 = _fp16_scaled(v >> 4).to(tl.float32)[:, :, None]
+        p0 = (meta & 3)[:, :, None]
+        p1 = ((meta >> 2) & 3)[:, :, None]
+        a = tl.where(p0 == slot, x0, 0.0) + tl.where(p1 == slot, x1, 0.0)
+        a = tl.reshape(a, (BM, BK))
+        b = tl.load(b_ptrs).to(tl.float32)
+        acc += tl.sum(a[:, None, :] * b[None, :, :], axis=2)
+        a_ptrs += G
+        b_ptrs += BK
+    c = (acc * 16384.0).to(tl.bfloat16)  # undo the 2^-14 of the fp16 decode
+    c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
+    tl.store(c_ptrs, c, mask=mask_m[:, None] & (offs_n[None, :] < N))

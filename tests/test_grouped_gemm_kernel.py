@@ -1,0 +1,137 @@
+"""CPU tests (Triton interpreter) of the grouped FP8 x FP4 masked GEMM solution, against the
+float64 oracle, at reduced sizes, with both tile orientations and every scale path."""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest
+import torch
+
+from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle
+from lowbit_gemm.quantize import quantize_act_fp8_per128, quantize_weight_fp4_per32
+from lowbit_gemm.solutions import load_solution
+
+DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
+main = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma")
+heur = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
+
+NORMAL = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, group_tiles=2)
+SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, group_tiles=2)
+CONFIGS = {"normal": NORMAL, "swap": SWAP}
+
+
+def make(g, max_m, n, k, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    a, a_s = quantize_act_fp8_per128(torch.randn(g, max_m, k, generator=gen))
+    b, b_s = quantize_weight_fp4_per32(torch.randn(g, n, k, generator=gen) * 0.05)
+    return a, a_s, b, b_s
+
+
+def call(a, a_s, b, b_s, mm, config, expected_m=None):
+    g, max_m, _ = a.shape
+    c = torch.full((g, max_m, b.shape[1]), float("nan"), dtype=torch.bfloat16)  # poisoned
+    out = main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm, c, expected_m=expected_m, config=config)
+    assert out is c
+    return c
+
+
+def check(a, a_s, b, b_s, mm, config):
+    c = call(a, a_s, b, b_s, mm, config)
+    ref = grouped_gemm_oracle(a, a_s, b, b_s, mm)
+    check_accuracy(c, ref)
+    # Rows at/after clamp(masked_m) are exact zeros (not NaN from the poisoned buffer).
+    for grp in range(a.shape[0]):
+        rows = min(max(int(mm[grp]), 0), a.shape[1])
+        assert torch.all(c[grp, rows:] == 0)
+    return c
+
+
+@pytest.mark.parametrize("orient", ["normal", "swap"])
+@pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
+def test_masked_rows(orient, masked):
+    # max_m 41 and n 96: neither a multiple of the tiles.
+    a, a_s, b, b_s = make(4, 41, 96, 256)
+    check(a, a_s, b, b_s, torch.tensor(masked, dtype=torch.int32), CONFIGS[orient])
+
+
+@pytest.mark.parametrize("orient", ["normal", "swap"])
+def test_max_m_one_and_int64_masked(orient):
+    a, a_s, b, b_s = make(2, 1, 64, 128, seed=1)
+    check(a, a_s, b, b_s, torch.tensor([1, 5], dtype=torch.int64), CONFIGS[orient])
+
+
+def test_max_m_zero_launches_nothing():
+    a, a_s, b, b_s = make(3, 0, 32, 128)
+    c = torch.empty(3, 0, 32, dtype=torch.bfloat16)
+    main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(3, dtype=torch.int32), c)
+
+
+@pytest.mark.parametrize("orient", ["normal", "swap"])
+def test_ue8m0_moderate_spread_fast_path(orient):
+    # Powers of two spread over 11 binades inside one 128-block: still folded exactly.
+    a, a_s, b, b_s = make(2, 24, 64, 256, seed=2)
+    gen = torch.Generator().manual_seed(3)
+    b_s = torch.exp2(torch.randint(-8, 4, b_s.shape, generator=gen).float())
+    check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
+
+
+@pytest.mark.parametrize("orient", ["normal", "swap"])
+def test_wide_and_non_power_of_two_scales_fallback(orient):
+    a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
+    gen = torch.Generator().manual_seed(5)
+    b_s = b_s.clone()
+    b_s[0, 3, 1] *= 2.0 ** 31          # > 30 binades inside one 128-block
+    b_s[0, 3, 2] *= 2.0 ** -12
+    b_s[0, 40, 5] = -0.37              # negative, not a power of two
+    b_s[1, 7, 0] = 0.0                 # zero
+    b_s[1, 60:, 8:] = torch.rand(4, 4, generator=gen) + 0.1   # any float, whole block
+    b_s[1, 10, 11] = 2.0 ** -130       # subnormal power of two
+    a_s = a_s * (torch.rand(a_s.shape, generator=gen) * 3 - 1)  # any-float a_scale, some negative
+    check(a, a_s, b, b_s, torch.tensor([24, 20], dtype=torch.int32), CONFIGS[orient])
+
+
+def test_all_scales_nonfoldable():
+    a, a_s, b, b_s = make(2, 20, 32, 256, seed=6)
+    b_s = torch.rand(b_s.shape, generator=torch.Generator().manual_seed(7)) * 0.01 + 1e-4
+    check(a, a_s, b, b_s, torch.tensor([20, 7], dtype=torch.int32), NORMAL)
+
+
+@pytest.mark.parametrize("max_m,expected", [(24, 8), (200, None)])
+def test_heuristic_config_runs(max_m, expected):
+    # Default tile choice (bigger tiles) on a small problem, both orientations by heuristic.
+    a, a_s, b, b_s = make(1, max_m, 64, 128, seed=8)
+    mm = torch.tensor([max_m - 3], dtype=torch.int32)
+    c = call(a, a_s, b, b_s, mm, None, expected_m=expected)
+    check_accuracy(c, grouped_gemm_oracle(a, a_s, b, b_s, mm))
+
+
+def test_run_entry_checks_definition_shapes():
+    a, a_s, b, b_s = make(2, 8, 32, 128)
+    c = torch.empty(2, 8, 32, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="a_fp8"):
+        main.run(a, a_s, b, b_s, torch.zeros(2, dtype=torch.int32), 8, c)
+
+
+@pytest.mark.parametrize("bad", ["a_scale_dtype", "b_shape", "k", "c_dtype", "masked_m", "contig"])
+def test_validation(bad):
+    a, a_s, b, b_s = make(2, 8, 32, 256)
+    mm = torch.zeros(2, dtype=torch.int32)
+    c = torch.empty(2, 8, 32, dtype=torch.bfloat16)
+    args = dict(a_fp8=a, a_scale=a_s, b_fp4=b, b_scale=b_s, masked_m=mm, c=c)
+    name = {"a_scale_dtype": "a_scale", "b_shape": "b_scale", "k": "a_fp8", "c_dtype": "c",
+            "masked_m": "masked_m", "contig": "a_scale"}[bad]
+    if bad == "a_scale_dtype":
+        args["a_scale"] = a_s.double()
+    elif bad == "b_shape":
+        args["b_scale"] = b_s[:, :, :4].contiguous()
+    elif bad == "k":
+        args["a_fp8"] = a[:, :, :200].contiguous()
+    elif bad == "c_dtype":
+        args["c"] = c.float()
+    elif bad == "masked_m":
+        args["masked_m"] = mm.float()
+    elif bad == "contig":
+        args["a_scale"] = a_s.transpose(0, 1).contiguous().transpose(0, 1)
+    with pytest.raises(ValueError, match=name):
+        main.grouped_gemm_fp8_fp4_masked(**args)
