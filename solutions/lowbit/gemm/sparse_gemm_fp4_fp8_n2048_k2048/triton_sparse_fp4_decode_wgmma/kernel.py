@@ -26,6 +26,15 @@ def _e4m3_byte(h):
 
 
 @triton.jit
+def _bf16_rne(x):
+    """fp32 -> bf16, round to nearest even, by integer ops: the interpreter's cast truncates,
+    the GPU's rounds; this gives the GPU's result on both."""
+    bits = x.to(tl.int32, bitcast=True)
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return (bits >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
 def _group_words(v, meta):
     """int32 word per 2:4 group: byte p = e4m3 of A[4j+p] * 2^-6 (little-endian byte order).
 
@@ -94,7 +103,7 @@ def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_c
             acc = tl.dot(a, b, acc)
         a_ptrs += BK
         b_ptrs += BK
-    c = (acc * 64.0).to(tl.bfloat16)  # undo the 2^-6 of the decoded A
+    c = _bf16_rne(acc * 64.0)  # undo the 2^-6 of the decoded A
     c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -130,6 +139,6 @@ def small_m_fma_kernel(vals_ptr, meta_ptr, b_ptr, c_ptr, M, N, K, stride_am, str
         acc += tl.sum(a[:, None, :] * b[None, :, :], axis=2)
         a_ptrs += G
         b_ptrs += BK
-    c = (acc * 16384.0).to(tl.bfloat16)  # undo the 2^-14 of the fp16 decode
+    c = _bf16_rne(acc * 16384.0)  # undo the 2^-14 of the fp16 decode
     c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
     tl.store(c_ptrs, c, mask=mask_m[:, None] & (offs_n[None, :] < N))
