@@ -54,17 +54,29 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c):
     if m == 0 or n == 0:
         return c
     if use_small_path(m):
-        cfg = small_config(m, n, k)
-        grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, cfg.BM))
-        small_m_fma_kernel[grid](a_vals, a_meta, b_fp8, c, m, n, k, groups, k, n, **cfg.as_kwargs())
-        return c
+        return launch_small(a_vals, a_meta, b_fp8, c, small_config(m, n, k))
+    cap = torch.cuda.get_device_capability(device) if device.type == "cuda" else (9, 0)
+    return launch_decode_gemm(a_vals, a_meta, b_fp8, c, gemm_config(m, n, k, cap))
+
+
+def launch_small(a_vals, a_meta, b_fp8, c, cfg):
+    """Fused FP32-unit path with an explicit SmallConfig (inputs already validated)."""
+    (m, groups), n = a_vals.shape, b_fp8.shape[0]
+    grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, cfg.BM))
+    small_m_fma_kernel[grid](a_vals, a_meta, b_fp8, c, m, n, 4 * groups, groups, 4 * groups, n,
+                             **cfg.as_kwargs())
+    return c
+
+
+def launch_decode_gemm(a_vals, a_meta, b_fp8, c, cfg):
+    """Decode-then-FP8-GEMM path with an explicit GemmConfig (inputs already validated)."""
+    (m, groups), n = a_vals.shape, b_fp8.shape[0]
+    k = 4 * groups
     # Per-call workspace: dense e4m3 A (scaled by 2^-6), written as one int32 per group.
-    dense_a = torch.empty((m, k), dtype=torch.uint8, device=device)
+    dense_a = torch.empty((m, k), dtype=torch.uint8, device=a_vals.device)
     total = m * groups
     decode_a_kernel[(triton.cdiv(total, DECODE_BLOCK),)](
         a_vals, a_meta, dense_a.view(torch.int32), total, BLOCK=DECODE_BLOCK, num_warps=4)
-    cap = torch.cuda.get_device_capability(device) if device.type == "cuda" else (9, 0)
-    cfg = gemm_config(m, n, k, cap)
     grid = (triton.cdiv(m, cfg.BM) * triton.cdiv(n, cfg.BN),)
     fp8_gemm_kernel[grid](dense_a.view(torch.float8_e4m3fn), b_fp8, c, m, n, k, k, k, n,
                           **cfg.as_kwargs())
