@@ -1,0 +1,128 @@
+"""CPU tests of the 2:4 sparse FP4xFP8 GEMM solution under the Triton interpreter.
+
+Both paths (fused FP32-unit kernel, decode + FP8 GEMM) are driven with explicit configs at
+reduced n and k, against the float64 oracle; outputs are NaN-poisoned first.
+"""
+
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+
+from lowbit_gemm.oracle import check_accuracy, sparse_gemm_oracle  # noqa: E402
+from lowbit_gemm.quantize import prune_2of4_fp4  # noqa: E402
+from lowbit_gemm.solutions import load_solution  # noqa: E402
+
+DEFINITION = "sparse_gemm_fp4_fp8_n2048_k2048"
+sol = load_solution(DEFINITION, "lowbit", "triton_sparse_fp4_decode_wgmma")
+H = load_solution(DEFINITION, "lowbit", "triton_sparse_fp4_decode_wgmma", entry="heuristics")
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+
+SMALL = H.SmallConfig(BM=4, BN=16, BK=128)
+GEMM = H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2)
+
+
+def _inputs(m, n, k, meta="random", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    a_vals = torch.randint(-128, 128, (m, k // 4), dtype=torch.int8, generator=g)
+    if meta == "random":  # every byte value: high bits set, repeated positions
+        a_meta = torch.randint(-128, 128, (m, k // 4), dtype=torch.int8, generator=g)
+    else:
+        w = torch.randn(m, k, generator=g) * 3
+        a_vals, a_meta = prune_2of4_fp4(w)
+    b = torch.randn(n, k, generator=g).clamp(-2, 2).to(torch.float8_e4m3fn)
+    return a_vals.to(DEV), a_meta.to(DEV), b.to(DEV)
+
+
+def _poisoned(m, n):
+    return torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=DEV)
+
+
+def _check(c, a_vals, a_meta, b):
+    check_accuracy(c, sparse_gemm_oracle(a_vals, a_meta, b))
+
+
+@pytest.mark.parametrize("path", ["small", "gemm"])
+@pytest.mark.parametrize("m,meta", [(1, "random"), (5, "wellformed"), (17, "random"), (33, "wellformed")])
+def test_paths_match_oracle(path, m, meta):
+    n, k = 64, 256
+    a_vals, a_meta, b = _inputs(m, n, k, meta, seed=m)
+    c = _poisoned(m, n)
+    if path == "small":
+        sol.launch_small(a_vals, a_meta, b, c, SMALL)
+    else:
+        sol.launch_decode_gemm(a_vals, a_meta, b, c, GEMM)
+    _check(c, a_vals, a_meta, b)
+
+
+@pytest.mark.parametrize("path", ["small", "gemm"])
+def test_every_vals_and_meta_byte_exact(path):
+    """All 256 a_vals bytes against all 16 position pairs (and high meta bits) with B = I:
+    c must equal the dense A exactly, so any decode slip shows."""
+    k = n = 128
+    vals = torch.arange(256, dtype=torch.int32)
+    metas = torch.arange(256, dtype=torch.int32)
+    # 256 rows; row r cycles through every vals byte and uses meta byte (r + 37*j) % 256.
+    j = torch.arange(k // 4, dtype=torch.int32)
+    a_vals = ((vals[:, None] + 7 * j[None, :]) % 256).to(torch.uint8).view(torch.int8)
+    a_meta = ((metas[:, None] + 37 * j[None, :]) % 256).to(torch.uint8).view(torch.int8)
+    b = torch.eye(n).to(torch.float8_e4m3fn)
+    a_vals, a_meta, b = a_vals.to(DEV), a_meta.to(DEV), b.to(DEV)
+    c = _poisoned(256, n)
+    if path == "small":
+        sol.launch_small(a_vals, a_meta, b, c, H.SmallConfig(BM=8, BN=16, BK=128))
+    else:
+        sol.launch_decode_gemm(a_vals, a_meta, b, c, GEMM)
+    ref = sparse_gemm_oracle(a_vals, a_meta, b)
+    assert torch.equal(c.cpu().double(), ref), "decoded A differs from the oracle's dense A"
+
+
+@pytest.mark.parametrize("m", [0, 1, 3, 9, 20])
+def test_generic_entry_point(m):
+    n, k = 48, 256  # n not a multiple of the tile either
+    a_vals, a_meta, b = _inputs(m, n, k, "random", seed=100 + m)
+    c = _poisoned(m, n)
+    out = sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c)
+    assert out is c
+    if m:
+        _check(c, a_vals, a_meta, b)
+
+
+def test_run_checks_definition_constants():
+    a_vals, a_meta, b = _inputs(2, 64, 256)
+    with pytest.raises(ValueError, match="b_fp8"):
+        sol.run(a_vals, a_meta, b, _poisoned(2, 64))
+
+
+def test_bad_inputs_name_the_argument():
+    a_vals, a_meta, b = _inputs(4, 32, 128)
+    c = _poisoned(4, 32)
+    f = sol.sparse_gemm_fp4_fp8
+    with pytest.raises(ValueError, match="a_vals"):
+        f(a_vals.to(torch.int16), a_meta, b, c)
+    with pytest.raises(ValueError, match="a_meta"):
+        f(a_vals, a_meta[:, :-1].contiguous(), b, c)
+    with pytest.raises(ValueError, match="b_fp8"):
+        f(a_vals, a_meta, b.to(torch.bfloat16), c)
+    with pytest.raises(ValueError, match="^c:"):
+        f(a_vals, a_meta, b, c[:, :16])
+    with pytest.raises(ValueError, match="^c:"):
+        f(a_vals, a_meta, b, c.float())
+    with pytest.raises(ValueError, match="a_vals"):
+        f(a_vals.t(), a_meta, b, c)
+    with pytest.raises(ValueError, match="b_fp8"):
+        f(a_vals[:, :25].contiguous(), a_meta[:, :25].contiguous(), b[:, :100].contiguous(), c)
+
+
+def test_heuristics_cover_all_m():
+    for m in (1, 8, 9, 64, 65, 256, 1024, 4096, 8192, 100000):
+        if H.use_small_path(m):
+            cfg = H.small_config(m, 2048, 2048)
+            assert cfg.BM >= min(m, H.SMALL_M_MAX)
+        else:
+            cfg = H.gemm_config(m, 2048, 2048)
+            assert 2048 % cfg.BK == 0
