@@ -16,9 +16,10 @@ DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
 main = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma")
 heur = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
 
-NORMAL = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, group_tiles=2)
-SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, group_tiles=2)
-CONFIGS = {"normal": NORMAL, "swap": SWAP}
+NORMAL = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1)
+SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1)
+SPLIT = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, m_split=2)
+CONFIGS = {"normal": NORMAL, "swap": SWAP, "split": SPLIT}
 
 
 def make(g, max_m, n, k, seed=0):
@@ -47,7 +48,7 @@ def check(a, a_s, b, b_s, mm, config):
     return c
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "split"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.

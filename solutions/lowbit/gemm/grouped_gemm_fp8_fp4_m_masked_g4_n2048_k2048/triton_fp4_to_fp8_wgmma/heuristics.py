@@ -15,10 +15,11 @@ class Config:
     swap: bool       # True: weight rows on the MMA's M side (C^T = Bdec @ A^T)
     num_warps: int
     num_stages: int
-    group_tiles: int = 8
+    m_split: int = 0       # GEMM programs per weight tile (0: from the hint, see grid_split)
+    use_asm: bool = True   # PTX prmt decode (ignored where inline PTX can't run)
 
     def as_kwargs(self):
-        return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, GROUP_TILES=self.group_tiles,
+        return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm,
                     num_warps=self.num_warps, num_stages=self.num_stages)
 
 
@@ -38,3 +39,18 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
         bm = _pow2_at_least(rows, 16, 64)
         return Config(BM=bm, BN=64, swap=True, num_warps=4, num_stages=4)
     return Config(BM=128, BN=128, swap=False, num_warps=8, num_stages=3)
+
+
+ZR, ZN = 16, 256   # zero programs: rows each, columns per store
+
+
+def grid_split(config: Config, max_m: int, expected_m, n: int, g: int, sms: int = 132) -> int:
+    """GEMM programs per weight tile: enough to cover the expected token tiles, and to give
+    the SMs work when there are few weight tiles; never more than the token tiles of max_m."""
+    if config.m_split:
+        return max(1, config.m_split)
+    rows = max_m if expected_m is None else max(1, min(int(expected_m), max_m))
+    num_m_max = -(-max_m // config.BM)
+    want = -(-rows // config.BM)
+    tiles = g * (-(-n // config.BN))
+    return max(1, min(num_m_max, want))

@@ -34,21 +34,62 @@ def _e2m1_to_e4m3(code, dexp):
     return val | ((code & 8) << 4)
 
 
+_PRMT_ASM = """
+{
+.reg .b32 s, m, p, q, hw, z;
+mov.b32 z, 0;
+and.b32 s, $2, 0x7777;
+prmt.b32 m, $3, $7, s;
+prmt.b32 p, $2, z, 0x1100;
+shl.b32 q, p, 4;
+and.b32 q, q, 0x00800080;
+and.b32 p, p, 0x80008000;
+or.b32 q, q, p;
+or.b32 $0, m, q;
+shr.u32 hw, $2, 16;
+and.b32 s, hw, 0x7777;
+prmt.b32 m, $3, $7, s;
+prmt.b32 p, $2, z, 0x3322;
+shl.b32 q, p, 4;
+and.b32 q, q, 0x00800080;
+and.b32 p, p, 0x80008000;
+or.b32 q, q, p;
+or.b32 $1, m, q;
+}
+"""
+
+
 @triton.jit
 def _decode_block(b_rows_ptr, row_mask, row_stride, koff, dexp3, BR: tl.constexpr,
-                  NG: tl.constexpr):
+                  NG: tl.constexpr, USE_ASM: tl.constexpr):
     """Load NG*16 packed bytes per row (NG groups of 32 K) and decode them to [BR, NG*32] fp8.
 
     b_rows_ptr: [BR] pointers to the start of each weight row; koff: byte offset along the row;
     dexp3: [BR, NG, 1] exponent addends (or a scalar 0).
+    USE_ASM: one PTX prmt byte-table lookup per 4 codes (magnitudes) plus a prmt/shift for the
+    signs, 8 codes per 32-bit word; otherwise plain Triton integer ops per code (portable, and
+    what the interpreter runs).
     """
     gi = tl.arange(0, NG)
     bi = tl.arange(0, 16)
     ptrs = b_rows_ptr[:, None, None] + (koff + gi[None, :, None] * 16 + bi[None, None, :])
-    byte = tl.load(ptrs, mask=row_mask[:, None, None], other=0).to(tl.int32) & 0xFF
-    lo = _e2m1_to_e4m3(byte & 15, dexp3).to(tl.int8)
-    hi = _e2m1_to_e4m3(byte >> 4, dexp3).to(tl.int8)
-    bits = tl.reshape(tl.join(lo, hi), [BR, NG * 32])
+    if USE_ASM:
+        byte = tl.load(ptrs, mask=row_mask[:, None, None], other=0)
+        # Byte table per (row, group): magnitude code i -> e4m3 byte of E2M1(i) * 2**(dexp/8).
+        d = tl.zeros((BR, NG, 1), dtype=tl.int32) + dexp3
+        lut0 = tl.broadcast_to(0x3C383000 + d * 0x01010100, (BR, NG, 16))
+        lut1 = tl.broadcast_to(0x4C484440 + d * 0x01010101, (BR, NG, 16))
+        # x[..., 4q+t] = decoded code k=8q+t, y[..., 4q+t] = code k=8q+4+t (natural nibble order)
+        x, y = tl.inline_asm_elementwise(
+            _PRMT_ASM, "=r,=r,r,r,r,r,r,r,r,r,r", [byte, lut0, lut1],
+            dtype=(tl.int8, tl.int8), is_pure=True, pack=4)
+        xy = tl.join(tl.reshape(x, [BR, NG, 4, 4]), tl.reshape(y, [BR, NG, 4, 4]))
+        bits = tl.reshape(tl.permute(xy, (0, 1, 2, 4, 3)), [BR, NG * 32])
+    else:
+        byte = tl.load(ptrs, mask=row_mask[:, None, None], other=0).to(tl.int32) & 0xFF
+        lo = _e2m1_to_e4m3(byte & 15, dexp3).to(tl.int8)
+        hi = _e2m1_to_e4m3(byte >> 4, dexp3).to(tl.int8)
+        bits = tl.reshape(tl.join(lo, hi), [BR, NG * 32])
     return bits.to(tl.float8e4nv, bitcast=True)
 
 
@@ -79,36 +120,17 @@ def _fold_scales(s):
 
 
 @triton.jit
-def grouped_gemm_kernel(
-    a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr,
-    MAX_M, N, K,
-    BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, GROUP_TILES: tl.constexpr,
-    MANUAL_RNE: tl.constexpr,
-):
-    """One [BM tokens x BN weight rows] tile of one group.
+def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX_M, N, K,
+               BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr,
+               MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr):
+    """One [BM tokens x BN weight rows] tile; stores only rows < mm (the zero CTAs do the rest).
 
     SWAP=False: acc[BM, BN] = A @ Bdec^T (tokens on the MMA's M side).
     SWAP=True:  acc[BN, BM] = Bdec @ A^T (weight rows on the MMA's M side; for few tokens).
     """
-    pid = tl.program_id(0)
-    grp = tl.program_id(1)
-    num_m = tl.cdiv(MAX_M, BM)
-    num_n = tl.cdiv(N, BN)
-    # Walk GROUP_TILES token tiles per weight tile before moving on (L2 reuse of A).
-    width = GROUP_TILES * num_n
-    gid = pid // width
-    first_m = gid * GROUP_TILES
-    gsize = tl.minimum(num_m - first_m, GROUP_TILES)
-    pid_m = first_m + (pid % width) % gsize
-    pid_n = (pid % width) // gsize
-
-    mm = tl.load(mm_ptr + grp)
-    mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
-
     KB = K // 128
     KH = K // 2
     KS = K // 32
-    grp64 = grp.to(tl.int64)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     m_valid = offs_m < mm
@@ -125,16 +147,14 @@ def grouped_gemm_kernel(
         acc = tl.zeros((BN, BM), dtype=tl.float32)
     else:
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-    # Tiles entirely past masked_m run no K loop: they only write zeros.
-    kb_end = tl.where(pid_m * BM < mm, KB, 0)
     bad_any = 0
-    for kb in range(0, kb_end):
+    for kb in range(0, KB):
         a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
         a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
         s = tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :]), mask=n_valid[:, None], other=1.0)
         row_ok, dexp, ref = _fold_scales(s)
         bad_any = bad_any | tl.max((~row_ok).to(tl.int32), axis=0)
-        bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4)
+        bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
         if SWAP:
             acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
         else:
@@ -144,7 +164,7 @@ def grouped_gemm_kernel(
         # Exact path for rows whose scales could not be folded: four K=32 dots per block,
         # each scaled in fp32 by those rows' own scales (others get 0 here: already done).
         k32 = tl.arange(0, 32)
-        for kb in range(0, kb_end):
+        for kb in range(0, KB):
             s = tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :]), mask=n_valid[:, None], other=1.0)
             row_ok, dexp, ref = _fold_scales(s)
             if tl.max((~row_ok).to(tl.int32), axis=0) != 0:
@@ -154,7 +174,7 @@ def grouped_gemm_kernel(
                                 mask=m_valid[:, None], other=0.0)
                     s_j = tl.load(bs_rows + (kb * 4 + j), mask=n_valid, other=0.0)
                     s_j = tl.where(row_ok, 0.0, s_j)
-                    braw = _decode_block(b_rows, n_valid, KH, kb * 64 + j * 16, 0, BN, 1)
+                    braw = _decode_block(b_rows, n_valid, KH, kb * 64 + j * 16, 0, BN, 1, USE_ASM)
                     if SWAP:
                         acc += tl.dot(braw, tl.trans(a)) * (s_j[:, None] * a_s[None, :])
                     else:
@@ -162,12 +182,50 @@ def grouped_gemm_kernel(
 
     c_base = c_ptr + grp64 * MAX_M * N
     if SWAP:
-        keep = n_valid[:, None] & m_valid[None, :]
-        out = _to_bf16(tl.where(keep, acc, 0.0), MANUAL_RNE)
+        out = _to_bf16(acc, MANUAL_RNE)
         ptrs = c_base + offs_m.to(tl.int64)[None, :] * N + offs_n[:, None]
-        tl.store(ptrs, out, mask=n_valid[:, None] & (offs_m < MAX_M)[None, :])
+        tl.store(ptrs, out, mask=n_valid[:, None] & m_valid[None, :])
     else:
-        keep = m_valid[:, None] & n_valid[None, :]
-        out = _to_bf16(tl.where(keep, acc, 0.0), MANUAL_RNE)
+        out = _to_bf16(acc, MANUAL_RNE)
         ptrs = c_base + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
-        tl.store(ptrs, out, mask=(offs_m < MAX_M)[:, None] & n_valid[None, :])
+        tl.store(ptrs, out, mask=m_valid[:, None] & n_valid[None, :])
+
+
+@triton.jit
+def grouped_gemm_kernel(
+    a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr,
+    MAX_M, N, K, M_SPLIT,
+    BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, ZR: tl.constexpr, ZN: tl.constexpr,
+    MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr,
+):
+    """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g).
+
+    GEMM programs (pid < cdiv(N, BN) * M_SPLIT) own one weight tile and walk the token tiles
+    pid_m = split, split + M_SPLIT, ... while pid_m * BM < clamp(masked_m[g]); masked_m is read
+    here, so nothing on the host depends on it. Zero programs each own ZR rows of c[g] and write
+    zeros to those at or past clamp(masked_m[g]) (rows before it are the GEMM's).
+    """
+    pid = tl.program_id(0)
+    grp = tl.program_id(1)
+    grp64 = grp.to(tl.int64)
+    mm = tl.load(mm_ptr + grp)
+    mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
+    num_n = tl.cdiv(N, BN)
+    n_gemm = num_n * M_SPLIT
+    if pid < n_gemm:
+        pid_n = pid % num_n
+        split = pid // num_n
+        num_m_used = tl.cdiv(mm, BM)
+        for pid_m in range(split, num_m_used, M_SPLIT):
+            _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX_M, N, K,
+                       BM, BN, SWAP, MANUAL_RNE, USE_ASM)
+    else:
+        r0 = (pid - n_gemm) * ZR
+        if r0 + ZR > mm:
+            rows = r0 + tl.arange(0, ZR)
+            rmask = (rows >= mm) & (rows < MAX_M)
+            zeros = tl.zeros((ZR, ZN), dtype=tl.bfloat16)
+            base = c_ptr + grp64 * MAX_M * N + rows.to(tl.int64)[:, None] * N
+            for n0 in range(0, N, ZN):
+                cols = n0 + tl.arange(0, ZN)
+                tl.store(base + cols[None, :], zeros, mask=rmask[:, None] & (cols < N)[None, :])

@@ -14,7 +14,7 @@ import os
 import torch
 import triton
 
-from .heuristics import Config, choose_config
+from .heuristics import ZN, ZR, Config, choose_config, grid_split
 from .kernel import grouped_gemm_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
@@ -75,9 +75,14 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     if config is None:
         cap = torch.cuda.get_device_capability(dev) if dev.type == "cuda" else (9, 0)
         config = choose_config(max_m, expected_m, n, cap)
-    grid = (triton.cdiv(max_m, config.BM) * triton.cdiv(n, config.BN), g)
-    grouped_gemm_kernel[grid](a_fp8, a_scale, b_fp4, b_scale, masked_m, c, max_m, n, k,
-                              MANUAL_RNE=_INTERPRET, **config.as_kwargs())
+    kwargs = config.as_kwargs()
+    # Inline PTX needs an NVIDIA GPU; the interpreter and other backends take the Triton path.
+    kwargs["USE_ASM"] = bool(kwargs["USE_ASM"]) and not _INTERPRET and dev.type == "cuda" \
+        and torch.version.hip is None
+    m_split = grid_split(config, max_m, expected_m, n, g)
+    grid = (triton.cdiv(n, config.BN) * m_split + triton.cdiv(max_m, ZR), g)
+    grouped_gemm_kernel[grid](a_fp8, a_scale, b_fp4, b_scale, masked_m, c, max_m, n, k, m_split,
+                              ZR=ZR, ZN=ZN, MANUAL_RNE=_INTERPRET, **kwargs)
     return c
 
 
