@@ -136,3 +136,61 @@ def test_validation(bad):
         args["a_scale"] = a_s.transpose(0, 1).contiguous().transpose(0, 1)
     with pytest.raises(ValueError, match=name):
         main.grouped_gemm_fp8_fp4_masked(**args)
+
+
+# --- The PTX decode (USE_ASM) can't run in the interpreter: execute its text with a tiny
+# --- emulator of the six instructions it uses, on every byte and every exponent addend.
+
+kernel_mod = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "kernel")
+
+
+def _prmt(a, b, c):
+    src = [(a >> (8 * i)) & 0xFF for i in range(4)] + [(b >> (8 * i)) & 0xFF for i in range(4)]
+    out = 0
+    for i in range(4):
+        sel = (c >> (4 * i)) & 0xF
+        v = src[sel & 7]
+        if sel & 8:
+            v = 0xFF if v & 0x80 else 0
+        out |= v << (8 * i)
+    return out
+
+
+def _run_ptx(text, regs):
+    M = 0xFFFFFFFF
+    for line in text.splitlines():
+        line = line.strip().rstrip(";")
+        if not line or line[0] in "{}." or line.startswith(".reg"):
+            continue
+        op, args = line.split(None, 1)
+        d, *src = [x.strip() for x in args.split(",")]
+        v = [int(x, 0) if x[0].isdigit() else regs[x] for x in src]
+        r = {"mov.b32": lambda: v[0], "and.b32": lambda: v[0] & v[1], "or.b32": lambda: v[0] | v[1],
+             "shl.b32": lambda: (v[0] << v[1]) & M, "shr.u32": lambda: v[0] >> v[1],
+             "prmt.b32": lambda: _prmt(v[0], v[1], v[2])}[op]()
+        regs[d] = r & M
+    return regs
+
+
+def test_prmt_asm_decode_matches_e2m1():
+    from lowbit_gemm.numerics import e2m1_decode, unpack_fp4
+
+    gen = torch.Generator().manual_seed(9)
+    for dexp in range(-5, 7):
+        d = dexp * 8
+        lut0 = (0x3C383000 + d * 0x01010100) & 0xFFFFFFFF
+        lut1 = (0x4C484440 + d * 0x01010101) & 0xFFFFFFFF
+        byt = torch.cat([torch.arange(256), torch.randint(0, 256, (64,), generator=gen)]).to(torch.uint8)
+        xs, ys = [], []
+        for q in range(0, len(byt), 4):
+            w = sum(int(byt[q + i]) << (8 * i) for i in range(4))
+            regs = _run_ptx(kernel_mod._PRMT_ASM, {"$2": w, "$3": lut0, "$7": lut1})
+            xs.append([(regs["$0"] >> (8 * i)) & 0xFF for i in range(4)])
+            ys.append([(regs["$1"] >> (8 * i)) & 0xFF for i in range(4)])
+        x = torch.tensor(xs, dtype=torch.uint8)  # [words, 4]: codes 8q+t
+        y = torch.tensor(ys, dtype=torch.uint8)  # codes 8q+4+t
+        # The kernel's join / permute / reshape back to k order.
+        bits = torch.stack((x, y), -1).permute(0, 2, 1).reshape(-1)
+        got = bits.view(torch.float8_e4m3fn).to(torch.float64)
+        want = e2m1_decode(unpack_fp4(byt.view(torch.int8))).to(torch.float64) * 2.0 ** dexp
+        assert torch.equal(got, want), dexp

@@ -147,20 +147,22 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
         acc = tl.zeros((BN, BM), dtype=tl.float32)
     else:
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-    bad_any = 0
+    # Per-row flag of blocks whose scales did not fold; reduced once after the loop (a
+    # cross-warp reduction per K step would add a barrier to every iteration).
+    bad_rows = tl.zeros((BN,), dtype=tl.int32)
     for kb in range(0, KB):
         a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
         a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
         s = tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :]), mask=n_valid[:, None], other=1.0)
         row_ok, dexp, ref = _fold_scales(s)
-        bad_any = bad_any | tl.max((~row_ok).to(tl.int32), axis=0)
+        bad_rows = bad_rows | (~row_ok).to(tl.int32)
         bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
         if SWAP:
             acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
         else:
             acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
 
-    if bad_any != 0:
+    if tl.max(bad_rows, axis=0) != 0:
         # Exact path for rows whose scales could not be folded: four K=32 dots per block,
         # each scaled in fp32 by those rows' own scales (others get 0 here: already done).
         k32 = tl.arange(0, 32)
