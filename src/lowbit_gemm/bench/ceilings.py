@@ -80,13 +80,16 @@ def versions() -> Dict[str, str]:
 
     out = {"python": platform.python_version(), "torch": torch.__version__,
            "cuda": str(torch.version.cuda)}
-    for mod in ("triton", "flashinfer_bench"):
+    from importlib import metadata
+
+    # Installed distribution versions (a module's __version__ can be a dev placeholder).
+    for dist in ("triton", "flashinfer-bench"):
         try:
-            out[mod] = __import__(mod).__version__
-        except Exception:  # absent or without __version__: say so rather than guess
-            out[mod] = "unavailable"
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
     if torch.cuda.is_available():
-        out["driver/capability"] = "sm_%d%d" % torch.cuda.get_device_capability()
+        out["capability"] = "sm_%d%d" % torch.cuda.get_device_capability()
     return out
 
 

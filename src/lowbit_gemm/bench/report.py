@@ -71,11 +71,13 @@ def solution_order(rows: List[WorkloadRow]) -> List[Tuple[str, str]]:
 
 
 def workload_label(definition: str, r: WorkloadRow) -> str:
+    """Axis value, masked_m where pinned, and the uuid's first 8 characters (two workloads
+    can share sizes, and the uuid is how --workload and the traces name them)."""
     axis = size_axis(definition)
     label = f"{axis}={r.axes.get(axis)}"
     if r.masked_m is not None:
         label += " masked=" + ",".join(str(v) for v in r.masked_m)
-    return label
+    return f"{label} ({r.uuid[:8]})"
 
 
 def _us(x: Optional[float]) -> str:
@@ -89,7 +91,9 @@ def _x(x: Optional[float]) -> str:
 
 
 def _pct(x: Optional[float]) -> str:
-    return "–" if x is None else f"{100 * x:.0f}%"
+    if x is None:
+        return "–"
+    return f"{100 * x:.0f}%" if x >= 0.1 else f"{100 * x:.2g}%"
 
 
 def _table(header: List[str], rows: List[List[str]]) -> List[str]:
@@ -102,7 +106,7 @@ def _cell_latency(m: Optional[Measurement]) -> str:
     if m is None:
         return "not run"
     if not m.passed:
-        return m.status
+        return m.status + (f" (– / {_us(m.graph_us)})" if m.graph_us else "")
     return f"{_us(m.harness_us)} / {_us(m.graph_us)}"
 
 

@@ -54,6 +54,12 @@ class Measurement:
     def passed(self) -> bool:
         return self.status == "PASSED"
 
+    @property
+    def timeable(self) -> bool:
+        """Worth our own timing: passed, or a peer/baseline that ran but missed the tolerance
+        (its speed is still informative; it is shown marked and enters no ratio)."""
+        return self.passed or (self.status == "INCORRECT_NUMERICAL" and self.kind != "own")
+
 
 @dataclass
 class RunResults:
@@ -106,8 +112,17 @@ def measurements_from_traces(traces: Iterable, authors: Dict[str, str],
             harness_us=perf.latency_ms * 1e3 if perf else None,
             reference_us=perf.reference_latency_ms * 1e3 if perf else None,
             hardware=ev.environment.hardware,
-            note="" if ev.status.value == "PASSED" else failure_reason(ev.log)))
+            note=_note(ev)))
     return out
+
+
+def _note(ev) -> str:
+    if ev.status.value == "PASSED":
+        return ""
+    if ev.correctness is not None:  # INCORRECT_NUMERICAL: how far off is what matters
+        c = ev.correctness
+        return f"max abs err {c.max_absolute_error:.3g}, max rel err {c.max_relative_error:.3g}"
+    return failure_reason(ev.log)
 
 
 def failure_reason(log: str) -> str:
