@@ -47,7 +47,13 @@ else
     "${PIP[@]}" --no-deps "flashinfer-bench==0.1.2"
 fi
 
-if have pydantic safetensors docstring_parser numpy triton tqdm matplotlib pytest; then
+NEEDS=("pydantic>=2" safetensors docstring-parser numpy triton tqdm matplotlib pytest)
+MODULES=(pydantic safetensors docstring_parser numpy triton tqdm matplotlib pytest)
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    NEEDS+=(tomli); MODULES+=(tomli)  # tomllib is in the standard library from 3.11 on
+fi
+
+if have "${MODULES[@]}"; then
     echo "[install] runtime and test needs present"
 else
     echo "[install] runtime and test needs"
@@ -56,7 +62,7 @@ else
     CONSTRAINTS="$(mktemp)"
     trap 'rm -f "$CONSTRAINTS"' EXIT
     echo "torch==${TORCH_VER}" > "$CONSTRAINTS"
-    "${PIP[@]}" -c "$CONSTRAINTS" "pydantic>=2" safetensors docstring-parser numpy triton tqdm matplotlib pytest
+    "${PIP[@]}" -c "$CONSTRAINTS" "${NEEDS[@]}"
 fi
 
 if "$PY" -c 'import lowbit_gemm, sys, pathlib; sys.exit(0 if pathlib.Path(lowbit_gemm.__file__).resolve().is_relative_to(pathlib.Path("src").resolve()) else 1)' 2>/dev/null; then
