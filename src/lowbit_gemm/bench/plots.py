@@ -3,7 +3,8 @@
 Panels, left to right:
 1. latency (µs, graph replay; harness mean dashed) against max_m or m, log-log, with the
    floor as a grey line and the published B200 figure as a hollow star labelled with its GPU;
-2. achieved fraction of the floor (%, log x): the roofline view, 100% = at the hardware limit;
+2. achieved fraction of the floor (%, log-log, fractions span decades): the roofline view,
+   100% = at the hardware limit;
 3. speedup of each solution over the definition's PyTorch reference (harness latencies), log-log.
 Headless: the Agg backend is forced, so this runs on CI machines without a display.
 """
@@ -30,13 +31,13 @@ def plot_definition(results: RunResults, definition: str, path: Path) -> Path:
     rows = workload_rows(results, definition)
     sols = solution_order(rows)
     axis = size_axis(definition)
-    fig, (ax_lat, ax_frac, ax_sp) = plt.subplots(1, 3, figsize=(18, 5.5))
+    fig, (ax_lat, ax_frac, ax_sp) = plt.subplots(1, 3, figsize=(18, 7))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
     xs_floor = [(r.work.size, r.floors.floor_us) for r in rows if r.floors]
     if xs_floor:
-        ax_lat.plot(*zip(*sorted(xs_floor)), color="grey", lw=3, alpha=0.5,
-                    label="floor (this GPU)")
+        ax_lat.plot(*zip(*sorted(xs_floor)), color="grey", lw=3, alpha=0.5, marker="_",
+                    ms=14, label="floor (this GPU)")
     for i, (name, kind) in enumerate(sols):
         color, marker = colors[i % len(colors)], MARKERS.get(kind, "x")
         pts = [(r.work.size, r.cells[name], r) for r in rows
@@ -65,7 +66,7 @@ def plot_definition(results: RunResults, definition: str, path: Path) -> Path:
     gpu = results.ceilings.gpu if results.ceilings else "unknown GPU"
     ax_lat.set(xscale="log", yscale="log", xlabel=f"{axis} (rows)", ylabel="latency (µs)",
                title="Latency (solid: graph replay, cold L2)")
-    ax_frac.set(xscale="log", xlabel=f"{axis} (rows)", ylabel="achieved fraction of floor (%)",
+    ax_frac.set(xscale="log", yscale="log", xlabel=f"{axis} (rows)", ylabel="achieved fraction of floor (%)",
                 title="Roofline view: floor / latency")
     ax_frac.axhline(100, color="grey", lw=1, ls=":")
     ax_sp.set(xscale="log", yscale="log", xlabel=f"{axis} (rows)",
@@ -74,7 +75,8 @@ def plot_definition(results: RunResults, definition: str, path: Path) -> Path:
     for ax in (ax_lat, ax_frac, ax_sp):
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+            # Below the axes: inside, the legend would hide the points it names.
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1)
     fig.suptitle(f"{definition} on {gpu}, {results.date}")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
