@@ -71,61 +71,73 @@ def accuracy(c, ref64):
     return int(bad.sum()), rel, err.max().item() if err.numel() else 0.0
 
 
-def small_variants():
-    return {f"fma_bn{bn}_bk{bk}": (lambda m, bn=bn, bk=bk: H.SmallConfig(
-        BM=H._pow2_at_least(m, 1, 8), BN=bn, BK=bk)) for bn, bk in ((16, 128), (32, 128), (16, 256), (32, 64))}
+def small_variants(m):
+    bm = H._pow2_at_least(m, 1, 8)
+    return {f"fma_bn{bn}_bk{bk}_w{w}": H.SmallConfig(BM=bm, BN=bn, BK=bk, num_warps=w)
+            for bn, bk, w in ((16, 256, 4), (16, 1024, 4), (8, 2048, 4), (16, 512, 8))}
 
 
-def try_variant(name, fn, m, a_vals, a_meta, b, ref, res):
-    """Check, then time one variant; a variant that fails to compile or run is reported."""
-    try:
-        ok, rel, mx = check(name, fn, m, a_vals, a_meta, b, ref)
-        c = torch.empty(m, N, dtype=torch.bfloat16, device=DEV)
-        us = bench(lambda: fn(a_vals, a_meta, b, c))
-    except Exception as exc:
-        msg = f"{type(exc).__name__}: {str(exc)[:200]}"
-        log(kind="variant_error", variant=name, m=m, error=msg)
-        print(f"m={m} {name}: ERROR {msg}")
-        return True
-    res[name] = us
-    log(kind="time", variant=name, m=m, us=us, ok=ok, rel_norm=rel, max_abs=mx)
-    print(f"m={m:5d} {name:32s} {us:8.2f} us  rel={rel:.2e} max_abs={mx:.3g} {'ok' if ok else 'BAD'}")
-    return ok
+def G(bm, bn, bk, w, s, path="tma", acc_k=64):
+    return H.GemmConfig(bm, bn, bk, w, s, acc_k=min(acc_k, bk), path=path)
 
 
-GEMM_VARIANTS = {
-    # small m: spread B over the SMs
-    "g16x16x256_w4s4": H.GemmConfig(16, 16, 256, 4, 4),
-    "g16x32x256_w4s4": H.GemmConfig(16, 32, 256, 4, 4),
-    "g64x16x256_w4s4": H.GemmConfig(64, 16, 256, 4, 4),
-    "g64x32x256_w4s4": H.GemmConfig(64, 32, 256, 4, 4),
-    # mid
-    "g64x64x128_w4s4": H.GemmConfig(64, 64, 128, 4, 4),
-    "g128x32x128_w4s4": H.GemmConfig(128, 32, 128, 4, 4),
-    "g64x128x128_w4s4": H.GemmConfig(64, 128, 128, 4, 4),
-    "g128x64x128_w4s4": H.GemmConfig(128, 64, 128, 4, 4),
-    # large
-    "g128x128x128_w8s4": H.GemmConfig(128, 128, 128, 8, 4),
-    "g128x128x128_w4s4": H.GemmConfig(128, 128, 128, 4, 4),
-    "g128x256x128_w8s3": H.GemmConfig(128, 256, 128, 8, 3),
-    "g128x256x64_w8s4": H.GemmConfig(128, 256, 64, 8, 4),
-    "g256x128x128_w8s3": H.GemmConfig(256, 128, 128, 8, 3),
-    "g128x256x128_w8s3_noSplitAcc": H.GemmConfig(128, 256, 128, 8, 3, split_acc=False),
-    "g128x128x128_w8s4_noSplitAcc": H.GemmConfig(128, 128, 128, 8, 4, split_acc=False),
-}
 GEMM_FOR_M = {
-    1: ["g16x16x256_w4s4", "g16x32x256_w4s4", "g64x16x256_w4s4"],
-    16: ["g16x16x256_w4s4", "g16x32x256_w4s4", "g64x16x256_w4s4", "g64x32x256_w4s4"],
-    64: ["g16x16x256_w4s4", "g16x32x256_w4s4", "g64x16x256_w4s4", "g64x32x256_w4s4"],
-    256: ["g64x16x256_w4s4", "g64x32x256_w4s4", "g64x64x128_w4s4", "g128x32x128_w4s4"],
-    1024: ["g64x64x128_w4s4", "g64x128x128_w4s4", "g128x64x128_w4s4", "g128x128x128_w8s4",
-           "g128x128x128_w4s4", "g128x128x128_w8s4_noSplitAcc"],
-    4096: ["g128x128x128_w8s4", "g128x256x128_w8s3", "g128x256x64_w8s4", "g256x128x128_w8s3"],
-    8192: ["g128x128x128_w8s4", "g128x256x128_w8s3", "g128x256x64_w8s4", "g256x128x128_w8s3",
-           "g128x256x128_w8s3_noSplitAcc"],
+    1: {"fused16x16x256": G(16, 16, 256, 4, 4, "fused"), "fused16x32x256": G(16, 32, 256, 4, 4, "fused"),
+        "tma16x32x256": G(16, 32, 256, 4, 4), "ptr16x32x256": G(16, 32, 256, 4, 4, "ptr")},
+    16: {"fused16x16x256": G(16, 16, 256, 4, 4, "fused"), "fused16x32x256": G(16, 32, 256, 4, 4, "fused"),
+         "fused16x64x128": G(16, 64, 128, 4, 4, "fused"), "tma16x32x256": G(16, 32, 256, 4, 4),
+         "tma64x32x256": G(64, 32, 256, 4, 4), "ptr16x32x256": G(16, 32, 256, 4, 4, "ptr")},
+    64: {"fused64x16x256": G(64, 16, 256, 4, 4, "fused"), "fused64x32x256": G(64, 32, 256, 4, 4, "fused"),
+         "fused32x32x256": G(32, 32, 256, 4, 4, "fused"), "tma64x32x256": G(64, 32, 256, 4, 4),
+         "tma64x16x256": G(64, 16, 256, 4, 4), "ptr64x32x256": G(64, 32, 256, 4, 4, "ptr")},
+    256: {"tma64x32x256": G(64, 32, 256, 4, 4), "tma64x64x128": G(64, 64, 128, 4, 4),
+          "tma128x32x128": G(128, 32, 128, 4, 4), "fused64x32x256": G(64, 32, 256, 4, 4, "fused"),
+          "ptr64x32x256": G(64, 32, 256, 4, 4, "ptr")},
+    1024: {"tma128x128x128_w8s4": G(128, 128, 128, 8, 4), "tma64x128x128_w4s4": G(64, 128, 128, 4, 4),
+           "tma128x64x128_w4s4": G(128, 64, 128, 4, 4), "ptr64x128x128_w4s4": G(64, 128, 128, 4, 4, "ptr"),
+           "fused128x64x128_w4s4": G(128, 64, 128, 4, 4, "fused")},
 }
-SMALL_FOR_M = (1, 4, 8, 16)
+GEMM_FOR_M[4096] = {"tma128x128x128_w8s4": G(128, 128, 128, 8, 4), "tma128x256x128_w8s3": G(128, 256, 128, 8, 3),
+                    "tma128x256x64_w8s4": G(128, 256, 64, 8, 4), "tma256x128x128_w8s3": G(256, 128, 128, 8, 3),
+                    "ptr128x128x128_w8s4": G(128, 128, 128, 8, 4, "ptr")}
+GEMM_FOR_M[8192] = dict(GEMM_FOR_M[4096], **{
+    f"tma128x128x128_w8s4_acck{a}": G(128, 128, 128, 8, 4, acc_k=a) for a in (0, 32, 128)})
+SMALL_FOR_M = (1, 16)
 TIME_M = (1, 16, 64, 256, 1024, 4096, 8192)
+FLUSH = None
+
+
+def bench_graph(fn, reps=20, rounds=5):
+    """GPU time per call from CUDA-graph replay: a graph of reps x (L2 flush, fn) minus a graph
+    of reps flushes, so launch gaps and host overhead drop out and L2 stays cold."""
+    global FLUSH
+    if FLUSH is None:
+        FLUSH = torch.empty(32 * 2**20, dtype=torch.int32, device=DEV)  # 128 MiB > 60 MB L2
+    fn()
+    torch.cuda.synchronize()
+    graphs = []
+    for with_fn in (True, False):
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+            for _ in range(reps):
+                FLUSH.zero_()
+                if with_fn:
+                    fn()
+        torch.cuda.current_stream().wait_stream(s)
+        graphs.append(g)
+    times = {True: [], False: []}
+    for _ in range(rounds):
+        for with_fn, g in zip((True, False), graphs):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            g.replay()
+            e1.record()
+            torch.cuda.synchronize()
+            times[with_fn].append(e0.elapsed_time(e1))
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    return (med(times[True]) - med(times[False])) / reps * 1e3  # us
 
 
 def bench(fn):
@@ -176,24 +188,25 @@ def main():
         ref = dense_a64(a_vals, a_meta) @ b.double().T
         res = {}
         if m in SMALL_FOR_M:
-            for name, mk in small_variants().items():
-                cfg = mk(m)
+            for name, cfg in small_variants(m).items():
                 fn = lambda av, am, bb, c, cfg=cfg: sol.launch_small(av, am, bb, c, cfg)  # noqa: E731
                 try_variant(name, fn, m, a_vals, a_meta, b, ref, res)
-        for name in GEMM_FOR_M[m]:
-            cfg = GEMM_VARIANTS[name]
-            fn = lambda av, am, bb, c, cfg=cfg: sol.launch_decode_gemm(av, am, bb, c, cfg)  # noqa: E731
+        for name, cfg in GEMM_FOR_M[m].items():
+            fn = lambda av, am, bb, c, cfg=cfg: sol.launch_gemm(av, am, bb, c, cfg)  # noqa: E731
             ok = try_variant(name, fn, m, a_vals, a_meta, b, ref, res)
-            if not name.endswith("noSplitAcc"):
+            if "acck" not in name:
                 all_ok &= ok
         # decode kernel alone
         words = torch.empty(m, K // 4, dtype=torch.int32, device=DEV)
         total = m * (K // 4)
         c = torch.empty(m, N, dtype=torch.bfloat16, device=DEV)
         try:
-            res["decode_only"] = bench(lambda: decode_a_kernel[(triton.cdiv(total, H.DECODE_BLOCK),)](
-                a_vals, a_meta, words, total, BLOCK=H.DECODE_BLOCK, num_warps=4))
-            res["run(heuristic)"] = bench(lambda: sol.run(a_vals, a_meta, b, c))
+            for blk, w in ((H.DECODE_BLOCK, 4), (4096, 8), (512, 4)):
+                key = "decode_only" if blk == H.DECODE_BLOCK else f"decode_b{blk}_w{w}"
+                res[key] = bench_graph(lambda blk=blk, w=w: decode_a_kernel[(triton.cdiv(total, blk),)](
+                    a_vals, a_meta, words, total, BLOCK=blk, num_warps=w))
+            res["run(heuristic)"] = bench_graph(lambda: sol.run(a_vals, a_meta, b, c))
+            res["run(heuristic)_do_bench"] = bench(lambda: sol.run(a_vals, a_meta, b, c))
         except Exception as exc:
             print(f"m={m}: decode/run timing failed: {type(exc).__name__}: {str(exc)[:200]}")
         try:
@@ -201,9 +214,9 @@ def main():
             got = alone()
             bad, rel, _ = accuracy(got, ref)
             log(kind="check", variant="cusparselt", m=m, mismatches=bad, rel_norm=rel)
-            res["cslt_gemm"] = bench(alone)
-            res["cslt_e2e"] = bench(e2e)
-            res["scaled_mm_dense"] = bench(lambda: torch._scaled_mm(
+            res["cslt_gemm_do_bench"] = bench(alone)
+            res["cslt_e2e_do_bench"] = bench(e2e)
+            res["scaled_mm_dense"] = bench_graph(lambda: torch._scaled_mm(
                 a8, b.t(), torch.ones((), device=DEV), torch.ones((), device=DEV), out_dtype=torch.bfloat16))
         except Exception as exc:  # report, keep timing our kernels
             msg = f"{type(exc).__name__}: {str(exc)[:160]}"
@@ -213,16 +226,33 @@ def main():
             log(kind="time", variant=key, m=m, us=us)
         rows.append((m, res))
         print(f"m={m} done ({time.time() - t0:.0f}s)")
+    # cuSPARSELt under graph capture last: a failed capture can spoil the context.
+    for m, res in rows:
+        if "cslt_gemm_do_bench" not in res:
+            continue
+        a_vals, a_meta, b = make_inputs(m, "wellformed", seed=1000 + m)
+        try:
+            alone, e2e, _ = cslt_fns(a_vals, a_meta, b)
+            res["cslt_gemm"] = bench_graph(alone)
+            res["cslt_e2e"] = bench_graph(e2e)
+            log(kind="time", variant="cslt_graph", m=m, gemm=res["cslt_gemm"], e2e=res["cslt_e2e"])
+        except Exception as exc:
+            print(f"m={m}: cuSPARSELt graph timing failed: {type(exc).__name__}: {str(exc)[:160]}")
+            break
 
     print(f"\nGPU {torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}; "
-          f"us, median, L2 flushed; checks {'PASS' if all_ok else 'FAIL'}")
+          f"us per call from CUDA-graph replay (L2 flushed before each call) unless named do_bench; checks {'PASS' if all_ok else 'FAIL'}")
     for m, res in rows:
-        ours = {k: v for k, v in res.items() if k.startswith(("g", "fma"))}
+        ours = {k: v for k, v in res.items() if k.startswith(("tma", "ptr", "fused", "fma"))}
         best = min(ours, key=ours.get) if ours else "none"
         ours.setdefault("none", float("nan"))
-        refs = " ".join(f"{k}={res[k]:.2f}" for k in ("cslt_gemm", "cslt_e2e", "scaled_mm_dense") if k in res)
+        refs = " ".join(f"{k}={res[k]:.2f}" for k in ("run(heuristic)_do_bench", "cslt_gemm", "cslt_e2e",
+                                                    "cslt_gemm_do_bench", "cslt_e2e_do_bench",
+                                                    "scaled_mm_dense") if k in res)
         print(f"m={m:5d} run={res.get('run(heuristic)', float('nan')):7.2f} best={best}:{ours[best]:.2f} "
-              f"decode={res.get('decode_only', float('nan')):.2f} {refs}")
+              f"decode={res.get('decode_only', float('nan')):.2f} "
+              f"decode4096w8={res.get('decode_b4096_w8', float('nan')):.2f} "
+              f"decode512={res.get('decode_b512_w4', float('nan')):.2f} {refs}")
         print("        " + " ".join(f"{k}={v:.2f}" for k, v in sorted(ours.items(), key=lambda kv: kv[1])[:6]))
 
 

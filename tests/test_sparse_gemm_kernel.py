@@ -23,7 +23,14 @@ H = load_solution(DEFINITION, "lowbit", "triton_sparse_fp4_decode_wgmma", entry=
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
 SMALL = H.SmallConfig(BM=4, BN=16, BK=128)
-GEMM = H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2)
+GEMMS = {p: H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path=p) for p in ("tma", "ptr", "fused")}
+PATHS = ["small", "tma", "ptr", "fused"]
+
+
+def _launch(path, a_vals, a_meta, b, c, small=SMALL):
+    if path == "small":
+        return sol.launch_small(a_vals, a_meta, b, c, small)
+    return sol.launch_gemm(a_vals, a_meta, b, c, GEMMS[path])
 
 
 def _inputs(m, n, k, meta="random", seed=0):
@@ -46,20 +53,17 @@ def _check(c, a_vals, a_meta, b):
     check_accuracy(c, sparse_gemm_oracle(a_vals, a_meta, b))
 
 
-@pytest.mark.parametrize("path", ["small", "gemm"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("m,meta", [(1, "random"), (5, "wellformed"), (17, "random"), (33, "wellformed")])
 def test_paths_match_oracle(path, m, meta):
     n, k = 64, 256
     a_vals, a_meta, b = _inputs(m, n, k, meta, seed=m)
     c = _poisoned(m, n)
-    if path == "small":
-        sol.launch_small(a_vals, a_meta, b, c, SMALL)
-    else:
-        sol.launch_decode_gemm(a_vals, a_meta, b, c, GEMM)
+    _launch(path, a_vals, a_meta, b, c)
     _check(c, a_vals, a_meta, b)
 
 
-@pytest.mark.parametrize("path", ["small", "gemm"])
+@pytest.mark.parametrize("path", PATHS)
 def test_every_vals_and_meta_byte_exact(path):
     """All 256 a_vals bytes against all 16 position pairs (and high meta bits) with B = I:
     c must equal the dense A exactly, so any decode slip shows."""
@@ -73,10 +77,7 @@ def test_every_vals_and_meta_byte_exact(path):
     b = torch.eye(n).to(torch.float8_e4m3fn)
     a_vals, a_meta, b = a_vals.to(DEV), a_meta.to(DEV), b.to(DEV)
     c = _poisoned(256, n)
-    if path == "small":
-        sol.launch_small(a_vals, a_meta, b, c, H.SmallConfig(BM=8, BN=16, BK=128))
-    else:
-        sol.launch_decode_gemm(a_vals, a_meta, b, c, GEMM)
+    _launch(path, a_vals, a_meta, b, c, small=H.SmallConfig(BM=8, BN=16, BK=128))
     ref = sparse_gemm_oracle(a_vals, a_meta, b)
     assert torch.equal(c.cpu().double(), ref), "decoded A differs from the oracle's dense A"
 

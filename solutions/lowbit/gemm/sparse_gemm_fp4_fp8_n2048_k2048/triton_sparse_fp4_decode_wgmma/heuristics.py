@@ -11,7 +11,7 @@ Two paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbe
 from dataclasses import dataclass
 
 # Rows up to which the fused FP32-unit kernel is used.
-SMALL_M_MAX = 8
+SMALL_M_MAX = 0
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
 DECODE_BLOCK = 1024
@@ -38,11 +38,15 @@ class GemmConfig:
     num_warps: int
     num_stages: int
     group_m: int = 8
-    split_acc: bool = True
+    # K products per fp32 promotion of the FP8 MMA's running sum (0: one per K tile).
+    acc_k: int = 64
+    # "tma": decode, then the descriptor GEMM; "ptr": decode, then the pointer GEMM;
+    # "fused": decode inside the GEMM (one launch).
+    path: str = "tma"
 
     def as_kwargs(self):
-        return dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m,
-                    SPLIT_ACC=self.split_acc, num_warps=self.num_warps, num_stages=self.num_stages)
+        return dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m, ACC_K=self.acc_k,
+                    num_warps=self.num_warps, num_stages=self.num_stages)
 
 
 def _pow2_at_least(x: int, lo: int, hi: int) -> int:
@@ -71,12 +75,13 @@ def small_config(m: int, n: int, k: int) -> SmallConfig:
 def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     """Tiles sized so the grid covers the machine (132 SMs on the H200) at each m."""
     if m <= 64:
-        cfg = GemmConfig(BM=16, BN=16, BK=256, num_warps=4, num_stages=4)
+        cfg = GemmConfig(BM=16, BN=32, BK=256, num_warps=4, num_stages=4)
     elif m <= 256:
-        cfg = GemmConfig(BM=64, BN=64, BK=128, num_warps=4, num_stages=4)
+        cfg = GemmConfig(BM=64, BN=32, BK=256, num_warps=4, num_stages=4)
     elif m <= 2048:
-        cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=4)
+        cfg = GemmConfig(BM=64, BN=128, BK=128, num_warps=4, num_stages=4)
     else:
-        cfg = GemmConfig(BM=128, BN=256, BK=128, num_warps=8, num_stages=3)
-    return GemmConfig(cfg.BM, cfg.BN, tile_k(k, cfg.BK), cfg.num_warps, cfg.num_stages,
-                      cfg.group_m, cfg.split_acc)
+        cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=4)
+    bk = tile_k(k, cfg.BK)
+    return GemmConfig(cfg.BM, cfg.BN, bk, cfg.num_warps, cfg.num_stages, cfg.group_m,
+                      min(cfg.acc_k, bk), cfg.path)

@@ -54,6 +54,40 @@ def _group_words(v, meta):
 
 
 @triton.jit
+def _decode_tile(vals_ptr, meta_ptr, offs, mask):
+    """Dense e4m3 tile [BM, 4G] (scaled by 2^-6) from the groups at offs [BM, G]."""
+    v = tl.load(vals_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
+    meta = tl.load(meta_ptr + offs, mask=mask, other=0).to(tl.int32)
+    w = _group_words(v, meta)
+    shifts = tl.arange(0, 4) * 8
+    tile = (w[:, :, None] >> shifts[None, None, :]).to(tl.int8)
+    return tl.reshape(tile, (w.shape[0], 4 * w.shape[1])).to(tl.float8e4nv, bitcast=True)
+
+
+@triton.jit
+def _mma(a, b, acc, ACC_K: tl.constexpr):
+    """acc + a @ b in fp32. Hopper's FP8 MMA keeps fewer accumulator bits than fp32; over
+    K = 2048 that exceeds the error budget of outputs near zero, so the running sum is
+    promoted to fp32 every ACC_K products (0: once per call, i.e. per K tile)."""
+    if ACC_K == 0:
+        acc += tl.dot(a, b)
+    else:
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=ACC_K)
+    return acc
+
+
+@triton.jit
+def _tile_ids(pid, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
+    """Grouped order: GROUP_M row tiles share each B column tile while it is in L2."""
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    width = GROUP_M * num_pid_n
+    first_m = (pid // width) * GROUP_M
+    size_m = min(num_pid_m - first_m, GROUP_M)
+    return first_m + (pid % width) % size_m, (pid % width) // size_m
+
+
+@triton.jit
 def decode_a_kernel(vals_ptr, meta_ptr, words_ptr, total, BLOCK: tl.constexpr):
     """Dense e4m3 A (scaled by 2^-6) as one int32 word per group; a_vals/a_meta/words are
     contiguous [m, k/4], so the work is a flat stream over m*k/4 groups."""
@@ -67,24 +101,9 @@ def decode_a_kernel(vals_ptr, meta_ptr, words_ptr, total, BLOCK: tl.constexpr):
 @triton.jit
 def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                    SPLIT_ACC: tl.constexpr):
-    """c[M, N] = bf16(64 * a[M, K] @ b[N, K]^T), a and b e4m3; K % BK == 0.
-
-    SPLIT_ACC: add each BK chunk's dot into the fp32 accumulator (Hopper's fp8 MMA keeps
-    fewer accumulator bits than fp32, which over K = 2048 exceeds the error budget for
-    outputs near zero).
-    """
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BM)
-    num_pid_n = tl.cdiv(N, BN)
-    # Grouped order: GROUP_M row tiles share each B column tile while it is in L2.
-    width = GROUP_M * num_pid_n
-    group = pid // width
-    first_m = group * GROUP_M
-    size_m = min(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % size_m
-    pid_n = (pid % width) // size_m
-
+                    ACC_K: tl.constexpr):
+    """c[M, N] = bf16(64 * a[M, K] @ b[N, K]^T), a and b e4m3 through pointers; K % BK == 0."""
+    pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
@@ -95,13 +114,49 @@ def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_c
     b_ptrs = b_ptr + cols[None, :] * stride_bn + offs_k[:, None]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for _ in range(0, K, BK):
-        a = tl.load(a_ptrs)
-        b = tl.load(b_ptrs)
-        if SPLIT_ACC:
-            acc += tl.dot(a, b)
-        else:
-            acc = tl.dot(a, b, acc)
+        acc = _mma(tl.load(a_ptrs), tl.load(b_ptrs), acc, ACC_K)
         a_ptrs += BK
+        b_ptrs += BK
+    c = _bf16_rne(acc * 64.0)  # undo the 2^-6 of the decoded A
+    c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
+    tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def fp8_gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
+                        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                        ACC_K: tl.constexpr):
+    """Same product with tensor descriptors (TMA on Hopper): out-of-range rows load as zero
+    and are clipped on store."""
+    pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)
+    off_m = pid_m * BM
+    off_n = pid_n * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = _mma(a_desc.load([off_m, k]), b_desc.load([off_n, k]).T, acc, ACC_K)
+    c_desc.store([off_m, off_n], _bf16_rne(acc * 64.0))
+
+
+@triton.jit
+def fused_gemm_kernel(vals_ptr, meta_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                      ACC_K: tl.constexpr):
+    """One launch: decode A's groups to an e4m3 tile in registers, then the FP8 dot. Every
+    column tile decodes its rows again, so this pays only when few column tiles share a row
+    tile's decode cost with a long B stream (small m)."""
+    pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)
+    G: tl.constexpr = BK // 4
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    mask_a = (offs_m < M)[:, None]
+    cols = (offs_n % N).to(tl.int64)
+    a_offs = offs_m.to(tl.int64)[:, None] * stride_am + tl.arange(0, G)[None, :]
+    b_ptrs = b_ptr + cols[None, :] * stride_bn + tl.arange(0, BK)[:, None]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, K, BK):
+        b = tl.load(b_ptrs)
+        acc = _mma(_decode_tile(vals_ptr, meta_ptr, a_offs, mask_a), b, acc, ACC_K)
+        a_offs += G
         b_ptrs += BK
     c = _bf16_rne(acc * 64.0)  # undo the 2^-6 of the decoded A
     c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]

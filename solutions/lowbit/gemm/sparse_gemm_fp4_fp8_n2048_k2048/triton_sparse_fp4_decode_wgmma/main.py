@@ -6,9 +6,11 @@ sparse_gemm_fp4_fp8, the generic launcher (any m >= 0, n, k with k % 32 == 0).
 
 import torch
 import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .heuristics import DECODE_BLOCK, K_MULTIPLE, gemm_config, small_config, use_small_path
-from .kernel import decode_a_kernel, fp8_gemm_kernel, small_m_fma_kernel
+from .kernel import (decode_a_kernel, fp8_gemm_kernel, fp8_gemm_tma_kernel, fused_gemm_kernel,
+                     small_m_fma_kernel)
 
 DEF_N = 2048
 DEF_K = 2048
@@ -56,7 +58,7 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c):
     if use_small_path(m):
         return launch_small(a_vals, a_meta, b_fp8, c, small_config(m, n, k))
     cap = torch.cuda.get_device_capability(device) if device.type == "cuda" else (9, 0)
-    return launch_decode_gemm(a_vals, a_meta, b_fp8, c, gemm_config(m, n, k, cap))
+    return launch_gemm(a_vals, a_meta, b_fp8, c, gemm_config(m, n, k, cap))
 
 
 def launch_small(a_vals, a_meta, b_fp8, c, cfg):
@@ -68,19 +70,33 @@ def launch_small(a_vals, a_meta, b_fp8, c, cfg):
     return c
 
 
-def launch_decode_gemm(a_vals, a_meta, b_fp8, c, cfg):
-    """Decode-then-FP8-GEMM path with an explicit GemmConfig (inputs already validated)."""
+def launch_gemm(a_vals, a_meta, b_fp8, c, cfg):
+    """Tensor-core path with an explicit GemmConfig (inputs already validated)."""
     (m, groups), n = a_vals.shape, b_fp8.shape[0]
     k = 4 * groups
+    grid = (triton.cdiv(m, cfg.BM) * triton.cdiv(n, cfg.BN),)
+    if cfg.path == "fused":
+        fused_gemm_kernel[grid](a_vals, a_meta, b_fp8, c, m, n, k, groups, k, n, **cfg.as_kwargs())
+        return c
     # Per-call workspace: dense e4m3 A (scaled by 2^-6), written as one int32 per group.
     dense_a = torch.empty((m, k), dtype=torch.uint8, device=a_vals.device)
     total = m * groups
     decode_a_kernel[(triton.cdiv(total, DECODE_BLOCK),)](
         a_vals, a_meta, dense_a.view(torch.int32), total, BLOCK=DECODE_BLOCK, num_warps=4)
-    grid = (triton.cdiv(m, cfg.BM) * triton.cdiv(n, cfg.BN),)
-    fp8_gemm_kernel[grid](dense_a.view(torch.float8_e4m3fn), b_fp8, c, m, n, k, k, k, n,
-                          **cfg.as_kwargs())
+    a8 = dense_a.view(torch.float8_e4m3fn)
+    if cfg.path == "tma" and _tma_ok(b_fp8, c):
+        a_desc = TensorDescriptor.from_tensor(a8, [cfg.BM, cfg.BK])
+        b_desc = TensorDescriptor.from_tensor(b_fp8, [cfg.BN, cfg.BK])
+        c_desc = TensorDescriptor.from_tensor(c, [cfg.BM, cfg.BN])
+        fp8_gemm_tma_kernel[grid](a_desc, b_desc, c_desc, m, n, k, **cfg.as_kwargs())
+    else:
+        fp8_gemm_kernel[grid](a8, b_fp8, c, m, n, k, k, k, n, **cfg.as_kwargs())
     return c
+
+
+def _tma_ok(b_fp8, c):
+    """Descriptors need 16-byte aligned bases and row strides (host-side facts, no sync)."""
+    return (b_fp8.data_ptr() % 16 == 0 and c.data_ptr() % 16 == 0 and c.shape[1] % 8 == 0)
 
 
 def run(a_vals, a_meta, b_fp8, c):
