@@ -11,10 +11,10 @@ Two paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbe
 from dataclasses import dataclass
 
 # Rows up to which the fused FP32-unit kernel is used.
-SMALL_M_MAX = 0
+SMALL_M_MAX = 2
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
-DECODE_BLOCK = 1024
+DECODE_BLOCK = 512
 
 
 @dataclass(frozen=True)
@@ -42,11 +42,16 @@ class GemmConfig:
     acc_k: int = 64
     # "tma": decode, then the descriptor GEMM; "ptr": decode, then the pointer GEMM;
     # "fused": decode inside the GEMM (one launch).
-    path: str = "tma"
+    path: str = "ptr"
+    # Warp-specialised K loop (TMA path only).
+    ws: bool = False
 
     def as_kwargs(self):
-        return dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m, ACC_K=self.acc_k,
-                    num_warps=self.num_warps, num_stages=self.num_stages)
+        kw = dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m, ACC_K=self.acc_k,
+                  num_warps=self.num_warps, num_stages=self.num_stages)
+        if self.path == "tma":
+            kw["WS"] = self.ws
+        return kw
 
 
 def _pow2_at_least(x: int, lo: int, hi: int) -> int:
@@ -69,7 +74,10 @@ def tile_k(k: int, cap: int) -> int:
 
 
 def small_config(m: int, n: int, k: int) -> SmallConfig:
-    return SmallConfig(BM=_pow2_at_least(m, 1, SMALL_M_MAX), BN=16, BK=tile_k(k, 128))
+    # Each program loads its whole B slice at once (the loop is not pipelined): 8 columns x
+    # BK, with BM * BN * BK <= 16K products held in registers.
+    bm = _pow2_at_least(m, 1, max(SMALL_M_MAX, 1))
+    return SmallConfig(BM=bm, BN=8, BK=tile_k(k, max(K_MULTIPLE, 2048 // bm)))
 
 
 def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
@@ -81,7 +89,7 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     elif m <= 2048:
         cfg = GemmConfig(BM=64, BN=128, BK=128, num_warps=4, num_stages=4)
     else:
-        cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=4)
+        cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=4, path="tma")
     bk = tile_k(k, cfg.BK)
     return GemmConfig(cfg.BM, cfg.BN, bk, cfg.num_warps, cfg.num_stages, cfg.group_m,
-                      min(cfg.acc_k, bk), cfg.path)
+                      min(cfg.acc_k, bk), cfg.path, cfg.ws)

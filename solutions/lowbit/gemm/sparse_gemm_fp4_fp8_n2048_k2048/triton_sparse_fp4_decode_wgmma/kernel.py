@@ -125,15 +125,20 @@ def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_c
 @triton.jit
 def fp8_gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                        ACC_K: tl.constexpr):
+                        ACC_K: tl.constexpr, WS: tl.constexpr):
     """Same product with tensor descriptors (TMA on Hopper): out-of-range rows load as zero
-    and are clipped on store."""
+    and are clipped on store. WS: let Triton split the loop into load and MMA warps (only
+    this branch names warp_specialize, so older Triton never sees it with WS off)."""
     pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)
     off_m = pid_m * BM
     off_n = pid_n * BN
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc = _mma(a_desc.load([off_m, k]), b_desc.load([off_n, k]).T, acc, ACC_K)
+    if WS:
+        for k in tl.range(0, K, BK, warp_specialize=True):
+            acc = _mma(a_desc.load([off_m, k]), b_desc.load([off_n, k]).T, acc, ACC_K)
+    else:
+        for k in range(0, K, BK):
+            acc = _mma(a_desc.load([off_m, k]), b_desc.load([off_n, k]).T, acc, ACC_K)
     c_desc.store([off_m, off_n], _bf16_rne(acc * 64.0))
 
 
