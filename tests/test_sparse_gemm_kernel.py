@@ -120,10 +120,21 @@ def test_bad_inputs_name_the_argument():
 
 
 def test_heuristics_cover_all_m():
-    for m in (1, 8, 9, 64, 65, 256, 1024, 4096, 8192, 100000):
+    for m in (1, 2, 8, 9, 64, 65, 256, 1024, 4096, 8192, 100000):
         if H.use_small_path(m):
             cfg = H.small_config(m, 2048, 2048)
-            assert cfg.BM >= min(m, H.SMALL_M_MAX)
+            assert cfg.BM >= m and cfg.BM * cfg.BN * cfg.BK <= 16384
         else:
             cfg = H.gemm_config(m, 2048, 2048)
-            assert 2048 % cfg.BK == 0
+            assert 2048 % cfg.BK == 0 and cfg.acc_k <= cfg.BK
+            assert H.gemm_config(m, 2048, 2048, capability=(8, 0)).path == "ptr"
+
+
+def test_large_m_entry_point_takes_the_descriptor_path():
+    """m above 2048 routes to the TMA GEMM; run it at reduced n, k on the interpreter."""
+    m, n, k = 2049, 32, 128
+    a_vals, a_meta, b = _inputs(m, n, k, "random", seed=7)
+    c = _poisoned(m, n)
+    assert H.gemm_config(m, n, k).path == "tma"
+    sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c)
+    _check(c, a_vals, a_meta, b)
