@@ -24,7 +24,8 @@ DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
 SMALL = H.SmallConfig(BM=4, BN=16, BK=128)
 GEMMS = {p: H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path=p) for p in ("tma", "ptr", "fused")}
-PATHS = ["small", "tma", "ptr", "fused"]
+GEMMS["tma_ws"] = H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path="tma", ws=True)
+PATHS = ["small", "tma", "tma_ws", "ptr", "fused"]
 
 
 def _launch(path, a_vals, a_meta, b, c, small=SMALL):
