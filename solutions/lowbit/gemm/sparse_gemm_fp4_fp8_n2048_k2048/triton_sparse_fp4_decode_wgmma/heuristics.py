@@ -6,7 +6,7 @@ Paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbers):
 - otherwise: decode A once into a dense e4m3 workspace (one int32 word per 2:4 group), then
   a dense FP8 tensor-core GEMM (pointer loads, or TMA descriptors from 2048 rows on sm_90+).
   Decoding inside the GEMM ("fused" path, kept for experiments) repeats the decode for every
-  column tile, and measured 1.7x slower at m = 16; its 64- and 128-row tiles do not compile
+  column tile, and measured 1.8x slower at m = 16; its 64- and 128-row tiles do not compile
   with Triton 3.6.
 """
 
