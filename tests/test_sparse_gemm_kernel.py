@@ -94,10 +94,20 @@ def test_generic_entry_point(m):
         _check(c, a_vals, a_meta, b)
 
 
+def test_tma_config_falls_back_when_c_rows_are_unaligned():
+    m, n, k = 5, 36, 128  # 36 bf16 = 72-byte rows: no descriptor for c
+    a_vals, a_meta, b = _inputs(m, n, k, "random", seed=3)
+    c = _poisoned(m, n)
+    sol.launch_gemm(a_vals, a_meta, b, c, GEMMS["tma_ws"])
+    _check(c, a_vals, a_meta, b)
+
+
 def test_run_checks_definition_constants():
     a_vals, a_meta, b = _inputs(2, 64, 256)
     with pytest.raises(ValueError, match="b_fp8"):
         sol.run(a_vals, a_meta, b, _poisoned(2, 64))
+    with pytest.raises(ValueError, match="a_vals"):
+        sol.run(a_vals.tolist(), a_meta, b, _poisoned(2, 64))
 
 
 def test_bad_inputs_name_the_argument():

@@ -90,7 +90,9 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg):
         c_desc = TensorDescriptor.from_tensor(c, [cfg.BM, cfg.BN])
         fp8_gemm_tma_kernel[grid](a_desc, b_desc, c_desc, m, n, k, **cfg.as_kwargs())
     else:
-        fp8_gemm_kernel[grid](a8, b_fp8, c, m, n, k, k, k, n, **cfg.as_kwargs())
+        kwargs = cfg.as_kwargs()
+        kwargs.pop("WS", None)  # a TMA config falling back to pointers (unaligned c or n)
+        fp8_gemm_kernel[grid](a8, b_fp8, c, m, n, k, k, k, n, **kwargs)
     return c
 
 
@@ -101,8 +103,10 @@ def _tma_ok(b_fp8, c):
 
 def run(a_vals, a_meta, b_fp8, c):
     """FlashInfer-Bench entry (destination passing): n = k = 2048, 512 groups per row."""
+    _check_tensor("b_fp8", b_fp8, (torch.float8_e4m3fn,), 2, None)
+    _check_tensor("a_vals", a_vals, _INT8_TYPES, 2, b_fp8.device)
     if tuple(b_fp8.shape) != (DEF_N, DEF_K):
         raise ValueError(f"b_fp8: expected shape ({DEF_N}, {DEF_K}), got {tuple(b_fp8.shape)}")
-    if a_vals.dim() != 2 or a_vals.shape[1] != DEF_K // 4:
+    if a_vals.shape[1] != DEF_K // 4:
         raise ValueError(f"a_vals: expected shape [m, {DEF_K // 4}], got {tuple(a_vals.shape)}")
     return sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c)
