@@ -89,19 +89,31 @@ def default_fn(a, a_s, b, b_s, mm, exp, c):
 C = H.Config
 VARIANTS = {
     "default": None,
-    "n128x128w8s3": C(128, 128, False, 8, 3),
-    "n128x256w8s3": C(128, 256, False, 8, 3),
-    "n256x128w8s3": C(256, 128, False, 8, 3),
-    "n128x128w4s4": C(128, 128, False, 4, 4),
-    "n64x128w4s4": C(64, 128, False, 4, 4),
-    "n128x64w4s3": C(128, 64, False, 4, 3),
-    "n128x128w8s3_noasm": C(128, 128, False, 8, 3, use_asm=False),
-    "s64x64w4s4": C(64, 64, True, 4, 4),
-    "s32x64w4s4": C(32, 64, True, 4, 4),
-    "s16x64w4s4": C(16, 64, True, 4, 4),
-    "s64x128w4s3": C(64, 128, True, 4, 3),
-    "s64x128w8s3": C(64, 128, True, 8, 3),
-    "s32x64w4s4_noasm": C(32, 64, True, 4, 4, use_asm=False),
+    "n128x128w8": C(128, 128, False, 8, 3),
+    "n128x128w8F": C(128, 128, False, 8, 3, fold2d=True),
+    "n128x128w8F_na": C(128, 128, False, 8, 3, fold2d=True, use_asm=False),
+    "n128x64w4F": C(128, 64, False, 4, 3, fold2d=True),
+    "n64x128w4F": C(64, 128, False, 4, 3, fold2d=True),
+    "n128x256w8F": C(128, 256, False, 8, 3, fold2d=True),
+    "n256x128w8F": C(256, 128, False, 8, 3, fold2d=True),
+    "s16x64w4": C(16, 64, True, 4, 4),
+    "s32x64w4": C(32, 64, True, 4, 4),
+    "s64x64w4": C(64, 64, True, 4, 4),
+    "s64x64w4F": C(64, 64, True, 4, 4, fold2d=True),
+    "s128x64w4": C(128, 64, True, 4, 3),
+    "s64x128w4": C(64, 128, True, 4, 3),
+    "s128x128w8": C(128, 128, True, 8, 3),
+    "s256x128w8": C(256, 128, True, 8, 3),
+    "n128x128w8F_r128": C(128, 128, False, 8, 3, fold2d=True, maxnreg=128),
+    "n128x64w4F_r168": C(128, 64, False, 4, 3, fold2d=True, maxnreg=168),
+    "s128x64w4_r168": C(128, 64, True, 4, 3, maxnreg=168),
+    # timing-only ablations (wrong results): where the time goes
+    "x_n128F_nodec": C(128, 128, False, 8, 3, fold2d=True, ablate=1),
+    "x_n128F_noscl": C(128, 128, False, 8, 3, fold2d=True, ablate=2),
+    "x_n128F_none": C(128, 128, False, 8, 3, fold2d=True, ablate=3),
+    "x_s64_nodec": C(64, 64, True, 4, 4, ablate=1),
+    "x_s64_noscl": C(64, 64, True, 4, 4, ablate=2),
+    "x_s64_none": C(64, 64, True, 4, 4, ablate=3),
 }
 
 
@@ -140,6 +152,9 @@ def main_():
     for vname, cfg in VARIANTS.items():
         fn = default_fn if cfg is None else variant_fn(cfg)
         good = True
+        if vname.startswith("x_"):
+            ok[vname] = True
+            continue
         for i, (max_m, masked, sc, exp) in enumerate(cases):
             a, a_s, b, b_s, mm = make(max_m, masked, seed=i, scales=sc)
             c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
@@ -167,7 +182,7 @@ def main_():
         for vname, cfg in VARIANTS.items():
             if not ok[vname]:
                 continue
-            if cfg is not None and cfg.swap and max_m > 512 and cfg.BM < 64:
+            if cfg is not None and cfg.swap and max_m > 512 and cfg.BM < 128:
                 continue
             fn = default_fn if cfg is None else variant_fn(cfg)
             try:
@@ -180,16 +195,21 @@ def main_():
         except Exception as e:  # noqa: BLE001
             print(f"peer FAIL {wname}: {e}", flush=True)
         table[wname] = (row, flops, bytes_min)
-        best = min((v for k, v in row.items() if k != "torch_bf16"), default=float("nan"))
+        best = min((v for k, v in row.items() if k != "torch_bf16" and not k.startswith("x_")), default=float("nan"))
         print(f"{wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items())
               + f" | best {best:.1f}us {flops / best / 1e6:.0f}TF/s floor {bytes_min / 4.25e6:.1f}us",
               flush=True)
 
-    print("\n=== TABLE (median us, CUDA-graph replay, L2 cold) ===")
+    print("\n=== TABLE (median us, CUDA-graph replay, L2 cold); columns = workloads ===")
+    wn = list(table)
+    print("variant".ljust(18) + "".join(w[:10].rjust(11) for w in wn))
+    for n in list(VARIANTS) + ["torch_bf16"]:
+        print(n[:18].ljust(18) + "".join((f"{table[w][0][n]:.1f}" if n in table[w][0] else "-").rjust(11) for w in wn))
+    print("\n=== SUMMARY ===")
     names = list(VARIANTS) + ["torch_bf16"]
     print("workload".ljust(12) + "".join(n[:12].rjust(13) for n in names) + "  best  TF/s  floor  xpeer")
     for wname, (row, flops, bytes_min) in table.items():
-        best = min((v for k, v in row.items() if k != "torch_bf16"), default=float("nan"))
+        best = min((v for k, v in row.items() if k != "torch_bf16" and not k.startswith("x_")), default=float("nan"))
         peer = row.get("torch_bf16", float("nan"))
         print(wname.ljust(12) + "".join((f"{row[n]:.1f}" if n in row else "-").rjust(13) for n in names)
               + f"  {best:.1f} {flops / best / 1e6:.0f} {bytes_min / 4.25e6:.1f} {peer / best:.1f}x")

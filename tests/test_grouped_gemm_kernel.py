@@ -19,7 +19,8 @@ heur = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
 NORMAL = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1)
 SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1)
 SPLIT = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, m_split=2)
-CONFIGS = {"normal": NORMAL, "swap": SWAP, "split": SPLIT}
+FOLD2D = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, fold2d=True)
+CONFIGS = {"normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold2d": FOLD2D}
 
 
 def make(g, max_m, n, k, seed=0):
@@ -48,7 +49,7 @@ def check(a, a_s, b, b_s, mm, config):
     return c
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "split"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold2d"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -77,7 +78,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold2d"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)
@@ -184,7 +185,7 @@ def test_prmt_asm_decode_matches_e2m1():
         xs, ys = [], []
         for q in range(0, len(byt), 4):
             w = sum(int(byt[q + i]) << (8 * i) for i in range(4))
-            regs = _run_ptx(kernel_mod._PRMT_ASM, {"$2": w, "$3": lut0, "$7": lut1})
+            regs = _run_ptx(kernel_mod._PRMT_ASM_TEXT, {"$2": w, "$3": lut0, "$7": lut1})
             xs.append([(regs["$0"] >> (8 * i)) & 0xFF for i in range(4)])
             ys.append([(regs["$1"] >> (8 * i)) & 0xFF for i in range(4)])
         x = torch.tensor(xs, dtype=torch.uint8)  # [words, 4]: codes 8q+t

@@ -17,10 +17,14 @@ class Config:
     num_stages: int
     m_split: int = 0       # GEMM programs per weight tile (0: from the hint, see grid_split)
     use_asm: bool = True   # PTX prmt decode (ignored where inline PTX can't run)
+    fold2d: bool = False   # fold the scales on a [BN, 4] tile (True) or on 4 [BN] vectors
+    ablate: int = 0        # timing experiments only (1: no decode, 2: no scales); wrong results
+    maxnreg: int = 0       # register cap per thread (0: compiler's choice)
 
     def as_kwargs(self):
-        return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm,
-                    num_warps=self.num_warps, num_stages=self.num_stages)
+        return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
+                    num_warps=self.num_warps, num_stages=self.num_stages,
+                    **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 
 
 def _pow2_at_least(x: int, lo: int, hi: int) -> int:

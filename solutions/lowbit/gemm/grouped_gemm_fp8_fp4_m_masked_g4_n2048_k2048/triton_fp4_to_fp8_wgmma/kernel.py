@@ -34,7 +34,7 @@ def _e2m1_to_e4m3(code, dexp):
     return val | ((code & 8) << 4)
 
 
-_PRMT_ASM = """
+_PRMT_ASM_TEXT = """
 {
 .reg .b32 s, m, p, q, hw, z;
 mov.b32 z, 0;
@@ -57,6 +57,7 @@ or.b32 q, q, p;
 or.b32 $1, m, q;
 }
 """
+_PRMT_ASM = tl.constexpr(_PRMT_ASM_TEXT)
 
 
 @triton.jit
@@ -106,8 +107,40 @@ def _to_bf16(x, MANUAL_RNE: tl.constexpr):
 
 
 @triton.jit
-def _fold_scales(s):
-    """s: [BR, 4] float32 scales of one 128-K block -> (row_ok [BR], dexp [BR, 4], ref [BR])."""
+def _exp_field(s):
+    """float32 [BR] -> (biased exponent field, is a positive normal power of two)."""
+    sb = s.to(tl.int32, bitcast=True)
+    ef = (sb >> 23) & 0xFF
+    return ef, ((sb & 0x7FFFFF) == 0) & (sb > 0) & (ef < 255)
+
+
+@triton.jit
+def _fold_scales(s0, s1, s2, s3):
+    """The four per-32 scales of one 128-K block, each [BR] float32 (elementwise: no
+    cross-thread reductions) -> (row_ok [BR], dexp [BR, 4] exponent-field addends, ref [BR])."""
+    e0, p0 = _exp_field(s0)
+    e1, p1 = _exp_field(s1)
+    e2, p2 = _exp_field(s2)
+    e3, p3 = _exp_field(s3)
+    emax = tl.maximum(tl.maximum(e0, e1), tl.maximum(e2, e3))
+    emin = tl.minimum(tl.minimum(e0, e1), tl.minimum(e2, e3))
+    row_ok = p0 & p1 & p2 & p3 & ((emax - emin) <= 11)
+    base = 6 - emax
+    d0 = tl.where(row_ok, (e0 + base) * 8, 0)
+    d1 = tl.where(row_ok, (e1 + base) * 8, 0)
+    d2 = tl.where(row_ok, (e2 + base) * 8, 0)
+    d3 = tl.where(row_ok, (e3 + base) * 8, 0)
+    # [BR, 4] in group order: join pairs, then put the pair index before the element index.
+    dexp = tl.reshape(tl.permute(tl.join(tl.join(d0, d1), tl.join(d2, d3)), (0, 2, 1)),
+                      [s0.shape[0], 4])
+    smax = tl.maximum(tl.maximum(s0, s1), tl.maximum(s2, s3))
+    ref = tl.where(row_ok, smax * 0.015625, 0.0)
+    return row_ok, dexp, ref
+
+
+@triton.jit
+def _fold_scales_2d(s):
+    """Same as _fold_scales on a [BR, 4] tile (reductions along axis 1)."""
     sb = s.to(tl.int32, bitcast=True)
     ef = (sb >> 23) & 0xFF
     p2 = ((sb & 0x7FFFFF) == 0) & (sb > 0) & (ef < 255)
@@ -120,9 +153,25 @@ def _fold_scales(s):
 
 
 @triton.jit
+def _load_fold(bs_rows, n_valid, kb, FOLD2D: tl.constexpr):
+    """Load the 4 scales of K block kb for each row and fold them (see _fold_scales)."""
+    if FOLD2D:
+        g4 = tl.arange(0, 4)
+        s = tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :]), mask=n_valid[:, None], other=1.0)
+        return _fold_scales_2d(s)
+    else:
+        s0 = tl.load(bs_rows + kb * 4, mask=n_valid, other=1.0)
+        s1 = tl.load(bs_rows + (kb * 4 + 1), mask=n_valid, other=1.0)
+        s2 = tl.load(bs_rows + (kb * 4 + 2), mask=n_valid, other=1.0)
+        s3 = tl.load(bs_rows + (kb * 4 + 3), mask=n_valid, other=1.0)
+        return _fold_scales(s0, s1, s2, s3)
+
+
+@triton.jit
 def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX_M, N, K,
                BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr,
-               MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr):
+               MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
+               ABLATE: tl.constexpr = 0):
     """One [BM tokens x BN weight rows] tile; stores only rows < mm (the zero CTAs do the rest).
 
     SWAP=False: acc[BM, BN] = A @ Bdec^T (tokens on the MMA's M side).
@@ -142,7 +191,6 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
     bs_rows = bs_ptr + grp64 * N * KS + offs_n.to(tl.int64) * KS
 
     k128 = tl.arange(0, 128)
-    g4 = tl.arange(0, 4)
     if SWAP:
         acc = tl.zeros((BN, BM), dtype=tl.float32)
     else:
@@ -153,10 +201,18 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
     for kb in range(0, KB):
         a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
         a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
-        s = tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :]), mask=n_valid[:, None], other=1.0)
-        row_ok, dexp, ref = _fold_scales(s)
+        if ABLATE & 2:  # timing experiment only: no scale handling (wrong results)
+            row_ok = n_valid
+            dexp = tl.zeros((BN, 4), dtype=tl.int32)
+            ref = tl.full((BN,), 1.0, tl.float32)
+        else:
+            row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
         bad_rows = bad_rows | (~row_ok).to(tl.int32)
-        bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
+        if ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
+            byte = tl.load(b_rows[:, None] + (kb * 64 + tl.arange(0, 64)[None, :]), mask=n_valid[:, None], other=0)
+            bdec = tl.reshape(tl.join(byte, byte), [BN, 128]).to(tl.float8e4nv, bitcast=True)
+        else:
+            bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
         if SWAP:
             acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
         else:
@@ -167,11 +223,10 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
         # each scaled in fp32 by those rows' own scales (others get 0 here: already done).
         k32 = tl.arange(0, 32)
         for kb in range(0, KB):
-            s = tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :]), mask=n_valid[:, None], other=1.0)
-            row_ok, dexp, ref = _fold_scales(s)
+            row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
             if tl.max((~row_ok).to(tl.int32), axis=0) != 0:
                 a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
-                for j in tl.static_range(4):
+                for j in range(0, 4):
                     a = tl.load(a_rows[:, None] + (kb * 128 + j * 32 + k32[None, :]),
                                 mask=m_valid[:, None], other=0.0)
                     s_j = tl.load(bs_rows + (kb * 4 + j), mask=n_valid, other=0.0)
@@ -198,7 +253,8 @@ def grouped_gemm_kernel(
     a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr,
     MAX_M, N, K, M_SPLIT,
     BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, ZR: tl.constexpr, ZN: tl.constexpr,
-    MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr,
+    MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
+    ABLATE: tl.constexpr = 0,
 ):
     """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g).
 
@@ -220,7 +276,7 @@ def grouped_gemm_kernel(
         num_m_used = tl.cdiv(mm, BM)
         for pid_m in range(split, num_m_used, M_SPLIT):
             _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX_M, N, K,
-                       BM, BN, SWAP, MANUAL_RNE, USE_ASM)
+                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, ABLATE)
     else:
         r0 = (pid - n_gemm) * ZR
         if r0 + ZR > mm:

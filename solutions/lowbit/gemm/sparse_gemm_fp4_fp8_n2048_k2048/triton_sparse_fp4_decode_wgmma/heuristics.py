@@ -97,5 +97,8 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     # Descriptors (TMA) only where measured; older GPUs take the portable pointer GEMM.
     path = cfg.path if capability[0] >= 9 else "ptr"
     bk = tile_k(k, cfg.BK)
-    return GemmConfig(cfg.BM, cfg.BN, bk, cfg.num_warps, cfg.num_stages, cfg.group_m,
-                      min(cfg.acc_k, bk), path, cfg.ws)
+    # The reduced-precision FP8 accumulator (and max_num_imprecise_acc) is a Hopper matter;
+    # elsewhere promote once per K tile, which is plain fp32 accumulation there.
+    acc_k = min(cfg.acc_k, bk) if capability[0] == 9 else 0
+    return GemmConfig(cfg.BM, cfg.BN, bk, cfg.num_warps, cfg.num_stages, cfg.group_m, acc_k,
+                      path, cfg.ws)
