@@ -139,6 +139,7 @@ def test_heuristics_cover_all_m():
             cfg = H.gemm_config(m, 2048, 2048)
             assert 2048 % cfg.BK == 0 and cfg.acc_k <= cfg.BK
             assert H.gemm_config(m, 2048, 2048, capability=(8, 0)).path == "ptr"
+            assert H.gemm_config(m, 2048, 2048, capability=(10, 0)).acc_k == 0
 
 
 def test_large_m_entry_point_takes_the_descriptor_path():
