@@ -89,31 +89,31 @@ def default_fn(a, a_s, b, b_s, mm, exp, c):
 C = H.Config
 VARIANTS = {
     "default": None,
-    "n128x128w8": C(128, 128, False, 8, 3),
-    "n128x128w8F": C(128, 128, False, 8, 3, fold2d=True),
-    "n128x128w8F_na": C(128, 128, False, 8, 3, fold2d=True, use_asm=False),
+    # tokens on the MMA's M side (n<BM>x<BN>): BN weight rows per CTA; F = [BN, 4] scale fold
     "n128x64w4F": C(128, 64, False, 4, 3, fold2d=True),
+    "n128x64w4F_s4": C(128, 64, False, 4, 4, fold2d=True),
+    "n128x128w8F": C(128, 128, False, 8, 3, fold2d=True),
     "n64x128w4F": C(64, 128, False, 4, 3, fold2d=True),
     "n128x256w8F": C(128, 256, False, 8, 3, fold2d=True),
     "n256x128w8F": C(256, 128, False, 8, 3, fold2d=True),
-    "s16x64w4": C(16, 64, True, 4, 4),
-    "s32x64w4": C(32, 64, True, 4, 4),
-    "s64x64w4": C(64, 64, True, 4, 4),
+    "n128x32w4F": C(128, 32, False, 4, 3, fold2d=True),
+    "n64x64w4F": C(64, 64, False, 4, 4, fold2d=True),
+    "n64x32w4F": C(64, 32, False, 4, 4, fold2d=True),
+    "n64x16w4F": C(64, 16, False, 4, 4, fold2d=True),
+    "n32x32w4F": C(32, 32, False, 4, 4, fold2d=True),
+    # weights on the MMA's M side (s<tokens>x<weights>); no F = 1-D fold, prefetched
     "s64x64w4F": C(64, 64, True, 4, 4, fold2d=True),
-    "s128x64w4": C(128, 64, True, 4, 3),
-    "s64x128w4": C(64, 128, True, 4, 3),
-    "s128x128w8": C(128, 128, True, 8, 3),
-    "s256x128w8": C(256, 128, True, 8, 3),
-    "n128x128w8F_r128": C(128, 128, False, 8, 3, fold2d=True, maxnreg=128),
-    "n128x64w4F_r168": C(128, 64, False, 4, 3, fold2d=True, maxnreg=168),
-    "s128x64w4_r168": C(128, 64, True, 4, 3, maxnreg=168),
-    # timing-only ablations (wrong results): where the time goes
-    "x_n128F_nodec": C(128, 128, False, 8, 3, fold2d=True, ablate=1),
-    "x_n128F_noscl": C(128, 128, False, 8, 3, fold2d=True, ablate=2),
-    "x_n128F_none": C(128, 128, False, 8, 3, fold2d=True, ablate=3),
-    "x_s64_nodec": C(64, 64, True, 4, 4, ablate=1),
-    "x_s64_noscl": C(64, 64, True, 4, 4, ablate=2),
-    "x_s64_none": C(64, 64, True, 4, 4, ablate=3),
+    "s64x64w4": C(64, 64, True, 4, 4, fold2d=False),
+    "s32x64w4": C(32, 64, True, 4, 4, fold2d=False),
+    "s16x64w4F": C(16, 64, True, 4, 4, fold2d=True),
+    "s128x64w4F": C(128, 64, True, 4, 3, fold2d=True),
+    "s128x64w4": C(128, 64, True, 4, 3, fold2d=False),
+    "s64x128w4": C(64, 128, True, 4, 3, fold2d=False),
+    # timing-only ablations (wrong results): 1 = no FP4 decode, 3 = no decode and no scales
+    "x_n128x64F_nodec": C(128, 64, False, 4, 3, fold2d=True, ablate=1),
+    "x_n128x64F_none": C(128, 64, False, 4, 3, fold2d=True, ablate=3),
+    "x_s64F_nodec": C(64, 64, True, 4, 4, fold2d=True, ablate=1),
+    "x_s64F_none": C(64, 64, True, 4, 4, fold2d=True, ablate=3),
 }
 
 
@@ -182,7 +182,7 @@ def main_():
         for vname, cfg in VARIANTS.items():
             if not ok[vname]:
                 continue
-            if cfg is not None and cfg.swap and max_m > 512 and cfg.BM < 128:
+            if cfg is not None and max_m > 512 and ((cfg.swap and cfg.BM < 128) or cfg.BN < 64 or cfg.BM < 64):
                 continue
             fn = default_fn if cfg is None else variant_fn(cfg)
             try:

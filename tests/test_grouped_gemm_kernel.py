@@ -19,8 +19,9 @@ heur = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
 NORMAL = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1)
 SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1)
 SPLIT = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, m_split=2)
-FOLD2D = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, fold2d=True)
-CONFIGS = {"normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold2d": FOLD2D}
+FOLD1D = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d=False)
+FOLD1DN = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, fold2d=False)
+CONFIGS = {"normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN}
 
 
 def make(g, max_m, n, k, seed=0):
@@ -49,7 +50,7 @@ def check(a, a_s, b, b_s, mm, config):
     return c
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold2d"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -78,7 +79,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "fold2d"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)

@@ -17,7 +17,7 @@ class Config:
     num_stages: int
     m_split: int = 0       # GEMM programs per weight tile (0: from the hint, see grid_split)
     use_asm: bool = True   # PTX prmt decode (ignored where inline PTX can't run)
-    fold2d: bool = False   # fold the scales on a [BN, 4] tile (True) or on 4 [BN] vectors
+    fold2d: bool = True    # fold the scales on a [BN, 4] tile (True) or on 4 [BN] vectors
     ablate: int = 0        # timing experiments only (1: no decode, 2: no scales); wrong results
     maxnreg: int = 0       # register cap per thread (0: compiler's choice)
 
@@ -35,15 +35,17 @@ def _pow2_at_least(x: int, lo: int, hi: int) -> int:
 
 
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
-    """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m)."""
+    """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
+
+    Chosen from measurements on an H200 (docs/kernels/grouped_gemm.md, run 2): one warpgroup
+    per CTA (4 warps, so two CTAs share an SM and one decodes while the other multiplies),
+    scales folded on a [BN, 4] tile.
+    """
     rows = max_m if expected_m is None else max(1, min(int(expected_m), max_m))
     if rows <= 64:
-        # Decode-like: memory-bound on the weights. Weight rows are the MMA's M side (64 per
-        # CTA, so g * n / 64 CTAs); the token tile covers the expected rows.
-        bm = _pow2_at_least(rows, 16, 64)
-        return Config(BM=bm, BN=64, swap=True, num_warps=4, num_stages=4)
-    return Config(BM=128, BN=128, swap=False, num_warps=8, num_stages=3)
-
+        # Decode-like: weight rows on the MMA's M side (64 per CTA, g * n / 64 CTAs).
+        return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=4, fold2d=True)
+    return Config(BM=128, BN=64, swap=False, num_warps=4, num_stages=3, fold2d=True)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 

@@ -198,15 +198,39 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
     # Per-row flag of blocks whose scales did not fold; reduced once after the loop (a
     # cross-warp reduction per K step would add a barrier to every iteration).
     bad_rows = tl.zeros((BN,), dtype=tl.int32)
+    # a_scale is prefetched one K block ahead by hand: Triton's pipeliner only prefetches loads
+    # that feed the dot's operands, and this one feeds the fp32 promotion after the dot, so
+    # its latency was exposed once per K block (measured: ~half of the kernel's time).
+    a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
+    # Same for the 1-D scale vectors (the [BN, 4] tile of FOLD2D feeds the decode, so the
+    # pipeliner already prefetches it).
+    if FOLD2D:
+        sn0 = tl.zeros((BN,), dtype=tl.float32)
+        sn1 = sn0
+        sn2 = sn0
+        sn3 = sn0
+    else:
+        sn0 = tl.load(bs_rows, mask=n_valid, other=1.0)
+        sn1 = tl.load(bs_rows + 1, mask=n_valid, other=1.0)
+        sn2 = tl.load(bs_rows + 2, mask=n_valid, other=1.0)
+        sn3 = tl.load(bs_rows + 3, mask=n_valid, other=1.0)
     for kb in range(0, KB):
         a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
-        a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
+        a_s = a_s_next
+        a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
         if ABLATE & 2:  # timing experiment only: no scale handling (wrong results)
             row_ok = n_valid
             dexp = tl.zeros((BN, 4), dtype=tl.int32)
             ref = tl.full((BN,), 1.0, tl.float32)
-        else:
+        elif FOLD2D:
             row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
+        else:
+            row_ok, dexp, ref = _fold_scales(sn0, sn1, sn2, sn3)
+            kn = tl.minimum(kb + 1, KB - 1) * 4
+            sn0 = tl.load(bs_rows + kn, mask=n_valid, other=1.0)
+            sn1 = tl.load(bs_rows + (kn + 1), mask=n_valid, other=1.0)
+            sn2 = tl.load(bs_rows + (kn + 2), mask=n_valid, other=1.0)
+            sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
         bad_rows = bad_rows | (~row_ok).to(tl.int32)
         if ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
             byte = tl.load(b_rows[:, None] + (kb * 64 + tl.arange(0, 64)[None, :]), mask=n_valid[:, None], other=0)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 # Rows up to which the fused FP32-unit kernel is used.
 SMALL_M_MAX = 1
+# Rows up to which the one-launch tensor-core kernel (small_m_mma_kernel) is used.
+MMA_SMALL_M_MAX = 256
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
 DECODE_BLOCK = 512
@@ -26,10 +28,36 @@ class SmallConfig:
     BK: int
     num_warps: int = 4
     num_stages: int = 3
+    path: str = "fma"
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, BK=self.BK, num_warps=self.num_warps,
                     num_stages=self.num_stages)
+
+
+@dataclass(frozen=True)
+class MmaSmallConfig:
+    """One-launch tensor-core path for few rows (kernel.small_m_mma_kernel): BW weight rows
+    on the MMA's M side, BT tokens on its N side, K split SPLIT ways (fp32 partials summed
+    in-kernel by the last program of each tile), BK the K step (K / SPLIT a multiple of it)."""
+    BW: int
+    BT: int
+    BK: int
+    split: int
+    num_warps: int = 4
+    num_stages: int = 1
+    acc_k: int = 64
+    lut: bool = False
+    path: str = "mma_small"
+
+    def as_kwargs(self):
+        return dict(BW=self.BW, BT=self.BT, BK=self.BK, SPLIT=self.split, ACC_K=self.acc_k,
+                    LUT=self.lut, num_warps=self.num_warps, num_stages=self.num_stages)
+
+    def workspace(self, m: int, n: int):
+        """(fp32 partial floats, tickets) this launch needs; (0, 0) without a split."""
+        tiles = -(-m // self.BT) * -(-n // self.BW)
+        return (tiles * self.split * self.BW * self.BT, tiles) if self.split > 1 else (0, 0)
 
 
 @dataclass(frozen=True)
@@ -93,7 +121,7 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     elif m <= 2048:
         cfg = GemmConfig(BM=64, BN=128, BK=128, num_warps=4, num_stages=4)
     else:
-        cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=4, path="tma")
+        cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=4)
     # Descriptors (TMA) only where measured; older GPUs take the portable pointer GEMM.
     path = cfg.path if capability[0] >= 9 else "ptr"
     bk = tile_k(k, cfg.BK)
@@ -102,3 +130,26 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     acc_k = min(cfg.acc_k, bk) if capability[0] == 9 else 0
     return GemmConfig(cfg.BM, cfg.BN, bk, cfg.num_warps, cfg.num_stages, cfg.group_m, acc_k,
                       path, cfg.ws)
+
+
+def mma_small_config(m: int, n: int, k: int, capability=(9, 0), bw: int = 64, split: int = 4,
+                     bk_cap: int = 512, bt_cap: int = 64, num_warps: int = 4, num_stages: int = 1,
+                     lut: bool = False) -> MmaSmallConfig:
+    """Tokens on the MMA's N side (16..bt_cap), bw weight rows per program, K split so that
+    N / bw * split programs stream B (4 MiB at n = k = 2048) at once."""
+    bt = _pow2_at_least(m, 16, bt_cap)
+    while split > 1 and k % (split * K_MULTIPLE):
+        split //= 2
+    bk = tile_k(k // split, bk_cap)
+    acc_k = min(64, bk) if capability[0] == 9 else 0
+    return MmaSmallConfig(BW=bw, BT=bt, BK=bk, split=split, num_warps=num_warps,
+                          num_stages=num_stages, acc_k=acc_k, lut=lut)
+
+
+def choose(m: int, n: int, k: int, capability=(9, 0)):
+    """The config (with .path: "fma", "mma_small", "ptr" or "tma") for one call, m >= 1."""
+    if use_small_path(m):
+        return small_config(m, n, k)
+    if m <= MMA_SMALL_M_MAX:
+        return mma_small_config(m, n, k, capability)
+    return gemm_config(m, n, k, capability)

@@ -54,11 +54,16 @@ def _group_words(v, meta):
 
 
 @triton.jit
-def _decode_tile(vals_ptr, meta_ptr, offs, mask):
-    """Dense e4m3 tile [BM, 4G] (scaled by 2^-6) from the groups at offs [BM, G]."""
+def _decode_tile(vals_ptr, meta_ptr, offs, mask, lut_ptr, LUT: tl.constexpr):
+    """Dense e4m3 tile [BM, 4G] (scaled by 2^-6) from the groups at offs [BM, G].
+    LUT: look the group word up in a 4096-entry table indexed by (meta & 15, vals byte)
+    (built once per device by decode_a_kernel itself: it encodes the format only)."""
     v = tl.load(vals_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
     meta = tl.load(meta_ptr + offs, mask=mask, other=0).to(tl.int32)
-    w = _group_words(v, meta)
+    if LUT:
+        w = tl.load(lut_ptr + (v | ((meta & 15) << 8)))
+    else:
+        w = _group_words(v, meta)
     shifts = tl.arange(0, 4) * 8
     tile = (w[:, :, None] >> shifts[None, None, :]).to(tl.int8)
     return tl.reshape(tile, (w.shape[0], 4 * w.shape[1])).to(tl.float8e4nv, bitcast=True)
@@ -160,7 +165,7 @@ def fused_gemm_kernel(vals_ptr, meta_ptr, b_ptr, c_ptr, M, N, K, stride_am, stri
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for _ in range(0, K, BK):
         b = tl.load(b_ptrs)
-        acc = _mma(_decode_tile(vals_ptr, meta_ptr, a_offs, mask_a), b, acc, ACC_K)
+        acc = _mma(_decode_tile(vals_ptr, meta_ptr, a_offs, mask_a, vals_ptr, False), b, acc, ACC_K)
         a_offs += G
         b_ptrs += BK
     c = _bf16_rne(acc * 64.0)  # undo the 2^-6 of the decoded A
@@ -202,3 +207,53 @@ def small_m_fma_kernel(vals_ptr, meta_ptr, b_ptr, c_ptr, M, N, K, stride_am, str
     c = _bf16_rne(acc * 16384.0)  # undo the 2^-14 of the fp16 decode
     c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
     tl.store(c_ptrs, c, mask=mask_m[:, None] & (offs_n[None, :] < N))
+
+
+@triton.jit
+def small_m_mma_kernel(vals_ptr, meta_ptr, b_ptr, c_ptr, part_ptr, tick_ptr, lut_ptr, M, N, K,
+                       BW: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
+                       ACC_K: tl.constexpr, LUT: tl.constexpr):
+    """One launch for few rows ("swap AB"): the weights take the MMA's M side,
+    acc[BW, BT] = B[BW, K-slice] @ A_dec[BT, K-slice]^T, so a handful of tokens wastes only
+    the narrow N side. Grid (N / BW, SPLIT, M / BT): program (w, s, t) streams B rows
+    w*BW.. over K slice s and decodes only that slice of A's rows t*BT.. (A is tiny and
+    L2-resident). SPLIT > 1: each program stores its fp32 partial to part_ptr and takes a
+    ticket; the last of a tile's SPLIT programs sums the partials in slice order
+    (deterministic), writes c and resets the ticket to 0 for the next call. b, c
+    contiguous; K % (SPLIT * BK) == 0."""
+    pid_w = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    pid_t = tl.program_id(2)
+    G: tl.constexpr = BK // 4
+    k_len = K // SPLIT
+    offs_w = pid_w * BW + tl.arange(0, BW)
+    offs_t = pid_t * BT + tl.arange(0, BT)
+    rows_w = (offs_w % N).to(tl.int64)  # past-the-end weight rows re-read valid ones, never stored
+    mask_t = (offs_t < M)[:, None]
+    k0 = pid_s * k_len
+    b_ptrs = b_ptr + rows_w[:, None] * K + (k0 + tl.arange(0, BK))[None, :]
+    a_offs = offs_t.to(tl.int64)[:, None] * (K // 4) + (k0 // 4 + tl.arange(0, G))[None, :]
+    acc = tl.zeros((BW, BT), dtype=tl.float32)
+    for _ in range(0, k_len, BK):
+        b = tl.load(b_ptrs)
+        a = _decode_tile(vals_ptr, meta_ptr, a_offs, mask_t, lut_ptr, LUT)
+        acc = _mma(b, tl.trans(a), acc, ACC_K)
+        b_ptrs += BK
+        a_offs += G
+    c_ptrs = c_ptr + offs_t.to(tl.int64)[None, :] * N + offs_w[:, None]
+    c_mask = (offs_t < M)[None, :] & (offs_w < N)[:, None]
+    if SPLIT == 1:
+        tl.store(c_ptrs, _bf16_rne(acc * 64.0), mask=c_mask)  # undo the 2^-6 of the decoded A
+    else:
+        tile = pid_t * tl.num_programs(0) + pid_w
+        p_ptrs = (part_ptr + tile.to(tl.int64) * (SPLIT * BW * BT)
+                  + tl.arange(0, BW)[:, None] * BT + tl.arange(0, BT)[None, :])
+        tl.store(p_ptrs + pid_s * (BW * BT), acc)
+        tl.debug_barrier()  # every thread's partial is written before the (release) ticket
+        ticket = tl.atomic_add(tick_ptr + tile, 1)
+        if ticket == SPLIT - 1:
+            total = tl.zeros((BW, BT), dtype=tl.float32)
+            for s in tl.static_range(SPLIT):
+                total += tl.load(p_ptrs + s * (BW * BT), cache_modifier=".cg")
+            tl.store(c_ptrs, _bf16_rne(total * 64.0), mask=c_mask)
+            tl.atomic_xchg(tick_ptr + tile, 0)
