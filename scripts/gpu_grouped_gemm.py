@@ -99,7 +99,6 @@ VARIANTS = {
     "n128x32w4F": C(128, 32, False, 4, 3, fold2d=True),
     "n64x64w4F": C(64, 64, False, 4, 4, fold2d=True),
     "n64x32w4F": C(64, 32, False, 4, 4, fold2d=True),
-    "n64x16w4F": C(64, 16, False, 4, 4, fold2d=True),
     "n32x32w4F": C(32, 32, False, 4, 4, fold2d=True),
     # weights on the MMA's M side (s<tokens>x<weights>); no F = 1-D fold, prefetched
     "s64x64w4F": C(64, 64, True, 4, 4, fold2d=True),

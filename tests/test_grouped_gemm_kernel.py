@@ -196,3 +196,11 @@ def test_prmt_asm_decode_matches_e2m1():
         got = bits.view(torch.float8_e4m3fn).to(torch.float64)
         want = e2m1_decode(unpack_fp4(byt.view(torch.int8))).to(torch.float64) * 2.0 ** dexp
         assert torch.equal(got, want), dexp
+
+
+def test_unsupported_tile_rejected():
+    a, a_s, b, b_s = make(1, 8, 32, 128)
+    c = torch.empty(1, 8, 32, dtype=torch.bfloat16)
+    bad = heur.Config(BM=16, BN=16, swap=False, num_warps=4, num_stages=1)
+    with pytest.raises(ValueError, match="config"):
+        main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.ones(1, dtype=torch.int32), c, config=bad)

@@ -27,25 +27,22 @@ class Config:
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 
 
-def _pow2_at_least(x: int, lo: int, hi: int) -> int:
-    p = lo
-    while p < x and p < hi:
-        p *= 2
-    return p
-
-
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
 
-    Chosen from measurements on an H200 (docs/kernels/grouped_gemm.md, run 2): one warpgroup
-    per CTA (4 warps, so two CTAs share an SM and one decodes while the other multiplies),
-    scales folded on a [BN, 4] tile.
+    From measurements on an H200 (docs/kernels/grouped_gemm.md, run 3, 2026-11-30): one
+    warpgroup per CTA (4 warps), tokens on the MMA's M side, scales folded on a [BN, 4] tile.
+    Few rows: narrow weight tiles (BN=32: 4 * n / 32 CTAs stream the weights); many rows:
+    128x64. The swap-AB orientation was never the fastest once the fold ran on a [BN, 4] tile.
+    The same choice is made for sm_100 (untested there).
     """
     rows = max_m if expected_m is None else max(1, min(int(expected_m), max_m))
-    if rows <= 64:
-        # Decode-like: weight rows on the MMA's M side (64 per CTA, g * n / 64 CTAs).
-        return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=4, fold2d=True)
-    return Config(BM=128, BN=64, swap=False, num_warps=4, num_stages=3, fold2d=True)
+    if rows <= 128:
+        if max_m > 512:
+            # Mostly zeros to write (max_m 4096, ~20 rows): measured best of the wide tiles.
+            return Config(BM=64, BN=64, swap=False, num_warps=4, num_stages=4)
+        return Config(BM=128, BN=32, swap=False, num_warps=4, num_stages=3)
+    return Config(BM=128, BN=64, swap=False, num_warps=4, num_stages=3)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 

@@ -75,6 +75,9 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     if config is None:
         cap = torch.cuda.get_device_capability(dev) if dev.type == "cuda" else (9, 0)
         config = choose_config(max_m, expected_m, n, cap)
+    if config.BN < 32 or config.BM < 16:
+        # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3); not chosen.
+        raise ValueError(f"config: tiles below BN=32 / BM=16 are not supported, got {config}")
     kwargs = config.as_kwargs()
     # Inline PTX needs an NVIDIA GPU; the interpreter and other backends take the Triton path.
     kwargs["USE_ASM"] = bool(kwargs["USE_ASM"]) and not _INTERPRET and dev.type == "cuda" \
