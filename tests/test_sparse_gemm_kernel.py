@@ -1,6 +1,6 @@
 """CPU tests of the 2:4 sparse FP4xFP8 GEMM solution under the Triton interpreter.
 
-Both paths (fused FP32-unit kernel, decode + FP8 GEMM) are driven with explicit configs at
+Every path (fused FP32-unit kernel, one-launch split-K tensor-core kernel, decode + FP8 GEMM) is driven with explicit configs at
 reduced n and k, against the float64 oracle; outputs are NaN-poisoned first.
 """
 
@@ -25,12 +25,19 @@ DEV = "cuda" if torch.cuda.is_available() else "cpu"
 SMALL = H.SmallConfig(BM=4, BN=16, BK=128)
 GEMMS = {p: H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path=p) for p in ("tma", "ptr", "fused")}
 GEMMS["tma_ws"] = H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path="tma", ws=True)
-PATHS = ["small", "tma", "tma_ws", "ptr", "fused"]
+# One-launch tensor-core path: split K with the in-kernel ticket reduction (several K steps
+# per program), no split, and the decode lookup table. K % (split * BK) == 0 for every k used.
+MMAS = {"mma_split2": H.MmaSmallConfig(BW=32, BT=16, BK=64, split=2),
+        "mma_split4_lut": H.MmaSmallConfig(BW=16, BT=16, BK=32, split=4, acc_k=32, lut=True),
+        "mma_nosplit": H.MmaSmallConfig(BW=32, BT=32, BK=128, split=1)}
+PATHS = ["small", "tma", "tma_ws", "ptr", "fused"] + list(MMAS)
 
 
 def _launch(path, a_vals, a_meta, b, c, small=SMALL):
     if path == "small":
         return sol.launch_small(a_vals, a_meta, b, c, small)
+    if path in MMAS:
+        return sol.launch_mma_small(a_vals, a_meta, b, c, MMAS[path])
     return sol.launch_gemm(a_vals, a_meta, b, c, GEMMS[path])
 
 
@@ -83,7 +90,7 @@ def test_every_vals_and_meta_byte_exact(path):
     assert torch.equal(c.cpu().double(), ref), "decoded A differs from the oracle's dense A"
 
 
-@pytest.mark.parametrize("m", [0, 1, 3, 9, 20])
+@pytest.mark.parametrize("m", [0, 1, 3, 9, 20, 70])
 def test_generic_entry_point(m):
     n, k = 48, 256  # n not a multiple of the tile either
     a_vals, a_meta, b = _inputs(m, n, k, "random", seed=100 + m)
@@ -131,22 +138,41 @@ def test_bad_inputs_name_the_argument():
 
 
 def test_heuristics_cover_all_m():
-    for m in (1, 2, 8, 9, 64, 65, 256, 1024, 4096, 8192, 100000):
-        if H.use_small_path(m):
-            cfg = H.small_config(m, 2048, 2048)
+    for m in (1, 2, 8, 9, 64, 65, 256, 257, 1024, 4096, 8192, 100000):
+        cfg = H.choose(m, 2048, 2048)
+        if cfg.path == "fma":
             assert cfg.BM >= m and cfg.BM * cfg.BN * cfg.BK <= 16384
+        elif cfg.path == "mma_small":
+            assert 2048 % (cfg.split * cfg.BK) == 0 and cfg.acc_k <= cfg.BK
+            floats, tickets = cfg.workspace(m, 2048)
+            assert floats <= sol.PART_FLOATS and tickets <= sol.TICKETS
         else:
-            cfg = H.gemm_config(m, 2048, 2048)
             assert 2048 % cfg.BK == 0 and cfg.acc_k <= cfg.BK
             assert H.gemm_config(m, 2048, 2048, capability=(8, 0)).path == "ptr"
             assert H.gemm_config(m, 2048, 2048, capability=(10, 0)).acc_k == 0
+            assert m * 2048 <= sol.DENSE_BYTES or m > 8192
 
 
-def test_large_m_entry_point_takes_the_descriptor_path():
-    """m above 2048 routes to the TMA GEMM; run it at reduced n, k on the interpreter."""
-    m, n, k = 2049, 32, 128
+def test_mma_small_tickets_reset_and_repeat():
+    """Two calls in a row through the split-K path (tiles of a ragged m and n): the tickets
+    must come back to 0, so the second call is right too; and the heuristic's generic-k split."""
+    m, n, k = 20, 48, 256
+    cfg = H.MmaSmallConfig(BW=16, BT=16, BK=32, split=4, acc_k=32)
+    for seed in (11, 12):
+        a_vals, a_meta, b = _inputs(m, n, k, "random", seed=seed)
+        c = _poisoned(m, n)
+        sol.launch_mma_small(a_vals, a_meta, b, c, cfg)
+        _check(c, a_vals, a_meta, b)
+    st = sol._device_state(b)
+    assert int(st.tick.abs().sum()) == 0
+    assert H.mma_small_config(5, 2048, 96).split == 1  # 96 = 3 * 32: no even split
+
+
+def test_large_m_entry_point_takes_the_pointer_path():
+    """m above 256 decodes then runs the pointer GEMM; run it at reduced n, k."""
+    m, n, k = 300, 32, 128
     a_vals, a_meta, b = _inputs(m, n, k, "random", seed=7)
     c = _poisoned(m, n)
-    assert H.gemm_config(m, n, k).path == "tma"
+    assert H.choose(m, n, k).path == "ptr"
     sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c)
     _check(c, a_vals, a_meta, b)
