@@ -67,10 +67,25 @@ def pack(root: Path) -> None:
             print(f"packed {packed.json_path.relative_to(root)}")
 
 
+def write_report(results, docs: Path) -> None:
+    from lowbit_gemm.bench import plots, report
+
+    docs.mkdir(parents=True, exist_ok=True)
+    results.save(docs / "results.json")
+    try:
+        pngs = plots.plot_all(results, docs / "img")
+        rel = {d: os.path.relpath(p, docs) for d, p in pngs.items()}
+    except ImportError as e:  # matplotlib absent on a bare GPU host: the tables still stand
+        print(f"plots skipped: {e}")
+        rel = {}
+    (docs / "results.md").write_text(report.render(results, rel), encoding="utf-8")
+    print(f"wrote {docs / 'results.md'}, {docs / 'results.json'}" + (f", {len(rel)} plots" if rel else ""))
+
+
 def run_gpu(args) -> int:
     from flashinfer_bench.bench import BenchmarkConfig
 
-    from lowbit_gemm.bench import ceilings, harness, plots, report
+    from lowbit_gemm.bench import ceilings, harness, report
     from lowbit_gemm.bench.results import RunResults
 
     docs = args.docs or args.root / "docs"
@@ -100,17 +115,8 @@ def run_gpu(args) -> int:
             harness.time_solutions(ts, sel, ms, ceil.l2_bytes, reps, bar)
             bar.close()
         results.measurements += ms
-
-    docs.mkdir(parents=True, exist_ok=True)
-    results.save(docs / "results.json")
-    try:
-        pngs = plots.plot_all(results, docs / "img")
-        rel = {d: os.path.relpath(p, docs) for d, p in pngs.items()}
-    except ImportError as e:  # matplotlib absent on a bare GPU host: the tables still stand
-        print(f"plots skipped: {e}")
-        rel = {}
-    (docs / "results.md").write_text(report.render(results, rel), encoding="utf-8")
-    print(f"wrote {docs / 'results.md'}, {docs / 'results.json'}" + (f", {len(rel)} plots" if rel else ""))
+        # Written after every definition, so a run cut short still leaves what it measured.
+        write_report(results, docs)
 
     for m in report.failures(results):
         print(f"{'FAIL' if m.kind == 'own' else 'note'}: {m.definition} {m.workload_uuid[:8]} "
