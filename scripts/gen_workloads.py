@@ -118,26 +118,36 @@ def grouped_cases() -> List[GroupedCase]:
 
 
 def real_b_scale(case: str) -> torch.Tensor:
-    """UE8M0 scales from quantizing Gaussian weights per 32 (rows of different magnitude)."""
+    """UE8M0 scales from quantizing Gaussian weights per 32 (rows of different magnitude).
+
+    Row standard deviations span 2^-10..2^-4 (0.001..0.06), the range of LLM projection
+    weights. Outputs then stay O(1), as in serving: FlashInfer-Bench checks every element
+    against atol = 1e-2 in absolute terms, which only measures accuracy at that scale (with
+    rows up to 2^4, outputs reached ~1e3 and even the float32 baseline failed the check).
+    """
     gen = generator(case)
-    row_sigma = torch.exp2(torch.empty(G, N, 1).uniform_(-8.0, 4.0, generator=gen))
+    row_sigma = torch.exp2(torch.empty(G, N, 1).uniform_(-10.0, -4.0, generator=gen))
     w = torch.randn(G, N, K, generator=gen) * row_sigma
     _, b_scale = quantize_weight_fp4_per32(w)
     return b_scale.contiguous()
 
 
 def wide_b_scale(case: str) -> torch.Tensor:
-    """Power-of-two scales spanning >= 30 binades inside every block of 4 scales (128 k-values)."""
+    """Power-of-two scales spanning >= 30 binades inside every block of 4 scales (128 k-values).
+
+    The largest scales sit where real weights do (2^-6..2^-4), the smallest 30 or more binades
+    below, so outputs stay O(1) while every block still defeats an exponent fold.
+    """
     gen = generator(case)
-    exps = torch.randint(-20, 21, (G, N, K // 32), generator=gen)
-    exps[..., 0::4] = torch.randint(-20, -14, exps[..., 0::4].shape, generator=gen)
-    exps[..., 2::4] = torch.randint(15, 21, exps[..., 2::4].shape, generator=gen)
+    exps = torch.randint(-40, -3, (G, N, K // 32), generator=gen)
+    exps[..., 0::4] = torch.randint(-40, -35, exps[..., 0::4].shape, generator=gen)
+    exps[..., 2::4] = torch.randint(-6, -3, exps[..., 2::4].shape, generator=gen)
     return torch.exp2(exps.to(torch.float32)).contiguous()
 
 
 def real_activations(case: str, max_m: int) -> Tuple[torch.Tensor, torch.Tensor]:
     gen = generator(case)
-    token_sigma = torch.exp2(torch.empty(G, max_m, 1).uniform_(-3.0, 3.0, generator=gen))
+    token_sigma = torch.exp2(torch.empty(G, max_m, 1).uniform_(-2.0, 1.0, generator=gen))
     x = torch.randn(G, max_m, K, generator=gen) * token_sigma
     a_fp8, a_scale = quantize_act_fp8_per128(x)
     return a_fp8.contiguous(), a_scale.contiguous()

@@ -94,6 +94,18 @@ def _pow2_at_least(x: int, lo: int, hi: int) -> int:
     return p
 
 
+# kernel._mma's ACC_K: negative = widen to fp16 and use the fp16 MMA (fp32 accumulation).
+ACC_F16 = -1
+
+
+def _acc_k(capability) -> int:
+    """Hopper's FP8 MMA accumulates with reduced precision: promoting every 64 products still
+    failed FlashInfer-Bench's atol = rtol = 1e-2 on outputs near zero (H200, m >= 1024), so
+    Hopper multiplies in fp16 (exact for e4m3 operands, fp32 accumulation). Elsewhere the FP8
+    MMA is used with one fp32 promotion per K tile (untested off Hopper)."""
+    return ACC_F16 if capability[0] == 9 else 0
+
+
 def use_small_path(m: int) -> bool:
     return m <= SMALL_M_MAX
 
@@ -124,13 +136,13 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     elif m <= 2048:
         cfg = GemmConfig(BM=64, BN=128, BK=128, num_warps=4, num_stages=4)
     else:
-        cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=4)
+        # 3 stages: with fp16 operands staged for the MMA, 4 stages of fp8 tiles plus the
+        # fp16 copies come close to the 227 KiB of shared memory.
+        cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=3)
     # Descriptors (TMA) only where measured; older GPUs take the portable pointer GEMM.
     path = cfg.path if capability[0] >= 9 else "ptr"
     bk = tile_k(k, cfg.BK)
-    # The reduced-precision FP8 accumulator (and max_num_imprecise_acc) is a Hopper matter;
-    # elsewhere promote once per K tile, which is plain fp32 accumulation there.
-    acc_k = min(cfg.acc_k, bk) if capability[0] == 9 else 0
+    acc_k = _acc_k(capability)
     return GemmConfig(cfg.BM, cfg.BN, bk, cfg.num_warps, cfg.num_stages, cfg.group_m, acc_k,
                       path, cfg.ws)
 
@@ -144,7 +156,7 @@ def mma_small_config(m: int, n: int, k: int, capability=(9, 0), bw: int = 64, sp
     while split > 1 and k % (split * K_MULTIPLE):
         split //= 2
     bk = tile_k(k // split, bk_cap)
-    acc_k = min(64, bk) if capability[0] == 9 else 0
+    acc_k = _acc_k(capability)
     return MmaSmallConfig(BW=bw, BT=bt, BK=bk, split=split, num_warps=num_warps,
                           num_stages=num_stages, acc_k=acc_k, lut=lut)
 
