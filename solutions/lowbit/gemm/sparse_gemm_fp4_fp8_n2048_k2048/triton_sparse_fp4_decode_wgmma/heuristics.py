@@ -71,7 +71,8 @@ class GemmConfig:
     num_warps: int
     num_stages: int
     group_m: int = 8
-    # K products per fp32 promotion of the FP8 MMA's running sum (0: one per K tile).
+    # kernel._mma's ACC_K: K products per fp32 promotion of the FP8 MMA's running sum
+    # (0: one per K tile; ACC_F16: fp16 MMA). gemm_config sets it from the device (_acc_k).
     acc_k: int = 64
     # "tma": decode, then the descriptor GEMM; "ptr": decode, then the pointer GEMM;
     # "fused": decode inside the GEMM (one launch).
