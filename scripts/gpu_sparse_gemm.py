@@ -5,7 +5,9 @@ Modes (arguments; default all three):
             twice (split-K tickets must reset), NaN-poisoned outputs, against the float64
             oracle of src/lowbit_gemm/oracle.py: atol = rtol = 1e-2 every element and
             rel-norm <= 2e-3.
-  sweep     variants of each path per m (checked, then CUDA-graph timed).
+  sweep     variants of each path per m (checked, then CUDA-graph timed); round 3: fp16
+            decode of A and B + fp16 GEMM tiles against run 6's path, and the decode alone.
+            SWEEP_M (env, comma list) picks the m values, SWEEP_BUDGET_S the time budget.
   time      run() per m in TIME_M: CUDA-graph replay GPU time (cold L2, median), the
             FlashInfer-Bench do_bench method (256 MB zero_, sync, events around the call:
             host time included; mean of 50), and Python time per call, with the solution's
@@ -88,33 +90,54 @@ def S(m, bw, split, bk, w=4, st=1, lut=False, bt_cap=64):
                               num_warps=w, num_stages=st, lut=lut)
 
 
+def G16(bm, bn, bk, w, s, path="ptr", ws=False, group_m=8):
+    """Round 3: A and B decoded to fp16 workspaces (one launch), then the fp16 GEMM."""
+    return H.GemmConfig(bm, bn, bk, w, s, group_m=group_m, acc_k=H.ACC_F16, path=path, ws=ws, f16=True)
+
+
+def old_config(m):
+    """Run 6's choice for m > 16 on Hopper: e4m3 A workspace, both operands widened to fp16
+    in registers (GemmConfig acc_k = ACC_F16, f16 = False)."""
+    if m <= 256:
+        return G(64, 32, 256, 4, 4, acc_k=H.ACC_F16)
+    if m <= 2048:
+        return G(64, 128, 128, 4, 4, acc_k=H.ACC_F16)
+    return G(128, 128, 128, 8, 3, acc_k=H.ACC_F16)
+
+
+DECODE_ONLY = "decode16_only"
+
+
 def sweep_variants(m):
-    """Round-2 sweep: the one-launch tensor-core kernel's shapes (and the older paths)."""
-    v = {"mma_bw64_s4_bk512": S(m, 64, 4, 512), "mma_bw64_s4_bk512_lut": S(m, 64, 4, 512, lut=True),
-         "mma_bw128_s8_bk256": S(m, 128, 8, 256), "mma_bw64_s8_bk256": S(m, 64, 8, 256),
-         "mma_bw128_s4_bk512_w8": S(m, 128, 4, 512, w=8),
-         "mma_bw64_s2_bk256_st3": S(m, 64, 2, 256, st=3)}
-    if m <= 16:
-        v["mma_bw128_s16_bk128"] = S(m, 128, 16, 128)
+    """Round 3 sweep: fp16 decode of both operands + fp16 GEMM tiles, against run 6's path."""
+    v = {"old_e4m3A_widen": old_config(m)}
+    if m <= 64:
+        v.update({"f16_ptr64x64x64_w4s4": G16(64, 64, 64, 4, 4), "f16_ptr64x32x64_w4s4": G16(64, 32, 64, 4, 4),
+                  "f16_ptr64x128x64_w4s4": G16(64, 128, 64, 4, 4), "f16_ptr32x32x128_w4s4": G16(32, 32, 128, 4, 4),
+                  "f16_ptr16x32x128_w4s4": G16(16, 32, 128, 4, 4)})
+    elif m <= 256:
+        v.update({"f16_ptr64x128x64_w4s4": G16(64, 128, 64, 4, 4), "f16_ptr64x64x64_w4s4": G16(64, 64, 64, 4, 4),
+                  "f16_ptr128x64x64_w4s4": G16(128, 64, 64, 4, 4), "f16_ptr64x32x64_w4s4": G16(64, 32, 64, 4, 4),
+                  "f16_ptr128x128x64_w8s4": G16(128, 128, 64, 8, 4)})
+    elif m <= 2048:
+        v.update({"f16_ptr128x128x64_w8s4": G16(128, 128, 64, 8, 4), "f16_ptr64x128x64_w4s4": G16(64, 128, 64, 4, 4),
+                  "f16_ptr128x64x64_w4s4": G16(128, 64, 64, 4, 4), "f16_ptr128x256x64_w8s3": G16(128, 256, 64, 8, 3),
+                  "f16_tma128x128x64_w8s4": G16(128, 128, 64, 8, 4, "tma"),
+                  "f16_ptr128x128x64_w4s4": G16(128, 128, 64, 4, 4), "f16_ptr64x64x64_w4s4": G16(64, 64, 64, 4, 4)})
+    else:
+        v.update({"f16_ptr128x256x64_w8s3": G16(128, 256, 64, 8, 3), "f16_tma128x256x64_w8s3": G16(128, 256, 64, 8, 3, "tma"),
+                  "f16_ptr128x128x64_w8s4": G16(128, 128, 64, 8, 4), "f16_tma128x128x64_w8s4": G16(128, 128, 64, 8, 4, "tma"),
+                  "f16_ptr128x128x64_w4s5": G16(128, 128, 64, 4, 5), "f16_tma128x256x64_w8s4": G16(128, 256, 64, 8, 4, "tma"),
+                  "f16_ptr128x256x64_w8s3_g16": G16(128, 256, 64, 8, 3, group_m=16),
+                  "f16_ptr256x128x64_w8s3": G16(256, 128, 64, 8, 3)})
     if m >= 256:
-        v["mma_bw64_s4_bk512_bt128_w8"] = S(m, 64, 4, 512, w=8, bt_cap=128)
-        v["mma_bw128_s2_bk512_bt128_w8"] = S(m, 128, 2, 512, w=8, bt_cap=128)
-        v["mma_bw64_s1_bk256_st3"] = S(m, 64, 1, 256, st=3)
-    if m == 1:
-        v["fma_bn8_bk2048"] = H.small_config(1, N, K)
-    if m >= 256:
-        v["dec+ptr64x32x256"] = G(64, 32, 256, 4, 4)
-    if m >= 1024:
-        v = {k2: c for k2, c in v.items() if "bt128" in k2 or k2 == "mma_bw64_s4_bk512"}
-        v.update({"dec+ptr64x128x128_w4s4": G(64, 128, 128, 4, 4), "dec+ptr128x128x128_w8s4": G(128, 128, 128, 8, 4),
-                  "dec+ptr128x64x128_w4s4": G(128, 64, 128, 4, 4)})
-    if m >= 4096:
-        v = {"dec+ptr128x128x128_w8s4": G(128, 128, 128, 8, 4), "dec+tma128x128x128_w8s4": G(128, 128, 128, 8, 4, "tma"),
-             "dec+ptr128x128x64_w8s6": G(128, 128, 64, 8, 6), "dec+ptr128x256x64_w8s3": G(128, 256, 64, 8, 3)}
+        v[DECODE_ONLY] = None
     return v
 
 
 def launcher(cfg):
+    if cfg is None:
+        return None
     if cfg.path == "fma":
         return lambda av, am, bb, c: sol.launch_small(av, am, bb, c, cfg)
     if cfg.path == "mma_small":
@@ -123,8 +146,8 @@ def launcher(cfg):
 
 
 VALIDATE_M = (0, 1, 2, 3, 7, 16, 17, 64, 100, 256, 1000, 1024, 2048, 4096, 8192)
-TIME_M = (1, 2, 16, 64, 256, 1024, 4096, 8192)
-SWEEP_M = (1, 16, 64, 256, 1024, 8192)
+TIME_M = (1, 2, 16, 64, 256, 1024, 2048, 4096, 8192)
+SWEEP_M = tuple(int(x) for x in os.environ.get("SWEEP_M", "8192,4096,2048,1024,512,256,64").split(","))
 FLUSH = None
 HARNESS_CACHE = None
 
@@ -195,8 +218,15 @@ def bench_graph(fn, reps=20, rounds=5):
 
 
 def try_variant(name, fn, m, a_vals, a_meta, b, ref, res):
-    """Check, then time one variant; a variant that fails to compile or run is reported."""
+    """Check, then time one variant; a variant that fails to compile or run is reported.
+    The decode-only entry (no output to check) is timed alone."""
     try:
+        if name == DECODE_ONLY:
+            gus = bench_graph(lambda: sol.decode_f16(a_vals, a_meta, b))
+            res[name] = (gus, True)
+            log(kind="time", variant=name, m=m, us_graph=gus)
+            print(f"m={m:5d} {name:34s} graph {gus:8.2f} us")
+            return True
         ok, rel, mx = check(name, fn, m, a_vals, a_meta, b, ref)
         c = torch.empty(m, N, dtype=torch.bfloat16, device=DEV)
         gus = bench_graph(lambda: fn(a_vals, a_meta, b, c))
@@ -307,7 +337,7 @@ def main():
     for m, r in rows:
         c = r["cfg"]
         desc = (f"{c.path} BW{c.BW} BT{c.BT} BK{c.BK} s{c.split} w{c.num_warps} st{c.num_stages}"
-                if c.path == "mma_small" else f"{c.path} " + " ".join(
+                if c.path == "mma_small" else f"{c.path}{'16' if getattr(c, 'f16', False) else ''} " + " ".join(
                     f"{k}{getattr(c, k)}" for k in ("BM", "BN", "BK", "num_warps", "num_stages")))
         print(f"run m={m:5d} graph={r['graph']:7.2f} harness={r['harness']:7.2f} host={r['host']:6.2f} "
               f"(Triton launch path: harness={r['harness_jit']:7.2f} host={r['host_jit']:6.2f})  [{desc}]")

@@ -1,6 +1,7 @@
 """CPU tests of the 2:4 sparse FP4xFP8 GEMM solution under the Triton interpreter.
 
-Every path (fused FP32-unit kernel, one-launch split-K tensor-core kernel, decode + FP8 GEMM) is driven with explicit configs at
+Every path (fused FP32-unit kernel, one-launch split-K tensor-core kernel, decode + FP8 GEMM,
+fp16 decode of A and B + fp16 GEMM) is driven with explicit configs at
 reduced n and k, against the float64 oracle; outputs are NaN-poisoned first.
 """
 
@@ -20,17 +21,21 @@ from lowbit_gemm.solutions import load_solution  # noqa: E402
 DEFINITION = "sparse_gemm_fp4_fp8_n2048_k2048"
 sol = load_solution(DEFINITION, "lowbit", "triton_sparse_fp4_decode_wgmma")
 H = load_solution(DEFINITION, "lowbit", "triton_sparse_fp4_decode_wgmma", entry="heuristics")
+K = load_solution(DEFINITION, "lowbit", "triton_sparse_fp4_decode_wgmma", entry="kernel")
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
 SMALL = H.SmallConfig(BM=4, BN=16, BK=128)
 GEMMS = {p: H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path=p) for p in ("tma", "ptr", "fused")}
 GEMMS["tma_ws"] = H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path="tma", ws=True)
+# Hopper's path: A and B decoded to fp16 workspaces in one launch, then the fp16 GEMM.
+for p in ("tma", "ptr"):
+    GEMMS[p + "16"] = H.GemmConfig(BM=16, BN=32, BK=32, num_warps=4, num_stages=2, path=p, f16=True)
 # One-launch tensor-core path: split K with the in-kernel ticket reduction (several K steps
 # per program), no split, and the decode lookup table. K % (split * BK) == 0 for every k used.
 MMAS = {"mma_split2": H.MmaSmallConfig(BW=32, BT=16, BK=64, split=2),
         "mma_split4_lut": H.MmaSmallConfig(BW=16, BT=16, BK=32, split=4, acc_k=32, lut=True),
         "mma_nosplit": H.MmaSmallConfig(BW=32, BT=32, BK=128, split=1)}
-PATHS = ["small", "tma", "tma_ws", "ptr", "fused"] + list(MMAS)
+PATHS = ["small", "tma", "tma_ws", "ptr", "fused", "tma16", "ptr16"] + list(MMAS)
 
 
 def _launch(path, a_vals, a_meta, b, c, small=SMALL):
@@ -150,7 +155,9 @@ def test_heuristics_cover_all_m():
             assert 2048 % cfg.BK == 0 and cfg.acc_k <= cfg.BK
             assert H.gemm_config(m, 2048, 2048, capability=(8, 0)).path == "ptr"
             assert H.gemm_config(m, 2048, 2048, capability=(10, 0)).acc_k == 0
-            assert m * 2048 <= sol.DENSE_BYTES or m > 8192
+            assert not H.gemm_config(m, 2048, 2048, capability=(10, 0)).f16
+            need = 2 * (m + 2048) * 2048 if cfg.f16 else m * 2048
+            assert need <= sol.DENSE_BYTES or m > 8192
 
 
 def test_mma_small_tickets_reset_and_repeat():
@@ -168,11 +175,36 @@ def test_mma_small_tickets_reset_and_repeat():
     assert H.mma_small_config(5, 2048, 96).split == 1  # 96 = 3 * 32: no even split
 
 
-def test_large_m_entry_point_takes_the_pointer_path():
-    """m above 256 decodes then runs the pointer GEMM; run it at reduced n, k."""
-    m, n, k = 300, 32, 128
-    a_vals, a_meta, b = _inputs(m, n, k, "random", seed=7)
-    c = _poisoned(m, n)
-    assert H.choose(m, n, k).path == "ptr"
-    sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c)
-    _check(c, a_vals, a_meta, b)
+def test_entry_point_paths_by_m():
+    """On Hopper (the default capability here) m above 64 decodes A and B to fp16, then runs
+    the fp16 GEMM; 17..64 rows keep the e4m3-A path. Run both at reduced n, k (ragged m and
+    n; k = 96 gives BK = 32)."""
+    for m, n, k, f16 in ((300, 32, 128, True), (70, 40, 96, True), (37, 40, 96, False)):
+        a_vals, a_meta, b = _inputs(m, n, k, "random", seed=7 + m)
+        c = _poisoned(m, n)
+        cfg = H.choose(m, n, k)
+        assert cfg.path == "ptr" and cfg.f16 == f16 and cfg.acc_k == H.ACC_F16
+        sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c)
+        _check(c, a_vals, a_meta, b)
+
+
+def test_f16_decode_writes_exact_operands():
+    """decode_f16_kernel alone: the A workspace is the oracle's dense A times 2^-14 and the
+    B workspace is b_fp8 in fp16, bit for bit (every vals byte, every meta byte)."""
+    m, n, k = 256, 40, 128
+    j = torch.arange(k // 4, dtype=torch.int32)
+    r = torch.arange(m, dtype=torch.int32)[:, None]
+    a_vals = ((r + 7 * j[None, :]) % 256).to(torch.uint8).view(torch.int8).to(DEV)
+    a_meta = ((r + 37 * j[None, :]) % 256).to(torch.uint8).view(torch.int8).to(DEV)
+    b = torch.randn(n, k).mul(40).clamp(-448, 448).to(torch.float8_e4m3fn).to(DEV)
+    a16 = torch.full((m, k), float("nan"), dtype=torch.float16, device=DEV)
+    b16 = torch.full((n, k), float("nan"), dtype=torch.float16, device=DEV)
+    total = m * k // 4
+    n_a = -(-total // H.DECODE16_BLOCK_A)
+    grid = (n_a + -(-n * k // H.DECODE16_BLOCK_B),)
+    K.decode_f16_kernel[grid](a_vals, a_meta, b.view(torch.int8), a16, b16, total, n * k, n_a,
+                              BLOCK_A=H.DECODE16_BLOCK_A, BLOCK_B=H.DECODE16_BLOCK_B)
+    eye = torch.eye(k).to(torch.float8_e4m3fn)
+    dense = sparse_gemm_oracle(a_vals, a_meta, eye)  # the dense A, float64
+    assert torch.equal(a16.cpu().double() * 16384, dense)
+    assert torch.equal(b16.cpu(), b.cpu().to(torch.float16))

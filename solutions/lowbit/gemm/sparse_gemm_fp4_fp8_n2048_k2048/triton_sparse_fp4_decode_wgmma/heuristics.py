@@ -3,11 +3,15 @@
 Paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbers):
 - one row: one fused launch that decodes A on the fly and multiplies on the FP32 units,
   each program loading 8 rows of B whole (the problem is a read of B);
-- otherwise: decode A once into a dense e4m3 workspace (one int32 word per 2:4 group), then
-  a dense FP8 tensor-core GEMM (pointer loads, or TMA descriptors from 2048 rows on sm_90+).
-  Decoding inside the GEMM ("fused" path, kept for experiments) repeats the decode for every
-  column tile, and measured 1.8x slower at m = 16; its 64- and 128-row tiles do not compile
-  with Triton 3.6.
+- 2..16 rows: one split-K tensor-core launch (small_m_mma_kernel);
+- 17..64 rows (and every m off Hopper): decode A once into a dense e4m3 workspace (one int32
+  word per 2:4 group), then a dense tensor-core GEMM (on Hopper both operands widened to
+  fp16 in registers, fp32 accumulation);
+- from 65 rows on Hopper: one launch decodes A and B to dense fp16 workspaces, then a plain
+  pipelined fp16 GEMM (loads feed the dot directly).
+Decoding inside the GEMM ("fused" path, kept for experiments) repeats the decode for every
+column tile, and measured 1.8x slower at m = 16; its 64- and 128-row tiles do not compile
+with Triton 3.6.
 """
 
 from dataclasses import dataclass
@@ -22,6 +26,9 @@ MMA_SMALL_M_MAX = 16
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
 DECODE_BLOCK = 512
+# decode_f16_kernel: groups of A per program (4 fp16 out each), elements of B per program.
+DECODE16_BLOCK_A = 512
+DECODE16_BLOCK_B = 4096
 
 
 @dataclass(frozen=True)
@@ -79,9 +86,15 @@ class GemmConfig:
     path: str = "ptr"
     # Warp-specialised K loop (TMA path only).
     ws: bool = False
+    # Both operands decoded to dense fp16 workspaces by one launch (decode_f16_kernel), so
+    # the GEMM's loads feed the fp16 dot directly (ACC_K forced to ACC_F16, SCALE 2^14);
+    # False: dense e4m3 A (decode_a_kernel), B read as e4m3, SCALE 64.
+    f16: bool = False
 
     def as_kwargs(self):
-        kw = dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m, ACC_K=self.acc_k,
+        kw = dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m,
+                  ACC_K=ACC_F16 if self.f16 else self.acc_k,
+                  SCALE=16384.0 if self.f16 else 64.0,
                   num_warps=self.num_warps, num_stages=self.num_stages)
         if self.path == "tma":
             kw["WS"] = self.ws
@@ -127,18 +140,33 @@ def small_config(m: int, n: int, k: int) -> SmallConfig:
 
 
 def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
-    """Tiles measured on the H200 (run 2 in docs/kernels/sparse_gemm.md). Below 2048 rows the
-    pointer GEMM is used: its GPU time is within 5-10% of the descriptor GEMM, and building
-    three TensorDescriptors per call costs tens of microseconds on the host."""
+    """Tiles measured on the H200 (run 7 in docs/kernels/sparse_gemm.md, graph us at
+    n = k = 2048). On Hopper (exact fp16 MMA) from 65 rows both operands go through fp16
+    workspaces (f16 = True) and the GEMM is a plain pipelined fp16 GEMM: 256: 13.6 us (run
+    6's path 16.2), 512: 16.9 (23.8), 1024: 22.2 (34.4), 2048: 39.0 (64.0), 4096: 72.2
+    (106.9), 8192: 138.1 (208.3). At 64 rows run 6's path (e4m3 A, both operands widened in
+    registers) stays: 11.2 us against 11.75 for the best fp16 tile (64x32). The descriptor
+    (TMA) GEMM was 2-3% faster on the GPU at 4096-8192 rows (70.6 / 134.1 us, 128x256x64)
+    but builds three TensorDescriptors per call on the host, so pointers are used.
+    Elsewhere: dense e4m3 A and the FP8 MMA (untested off Hopper)."""
+    if capability[0] == 9 and m > 64:
+        if m <= 256:
+            cfg = GemmConfig(BM=64, BN=64, BK=64, num_warps=4, num_stages=4)
+        elif m <= 512:
+            cfg = GemmConfig(BM=64, BN=128, BK=64, num_warps=4, num_stages=4)
+        elif m <= 2048:
+            cfg = GemmConfig(BM=128, BN=128, BK=64, num_warps=4, num_stages=4)
+        else:
+            cfg = GemmConfig(BM=256, BN=128, BK=64, num_warps=8, num_stages=3)
+        return GemmConfig(cfg.BM, cfg.BN, tile_k(k, cfg.BK), cfg.num_warps, cfg.num_stages,
+                          cfg.group_m, ACC_F16, "ptr", False, True)
     if m <= 16:
         cfg = GemmConfig(BM=16, BN=32, BK=256, num_warps=4, num_stages=4)
-    elif m <= 256:
+    elif m <= 256:  # on Hopper up to 64 rows
         cfg = GemmConfig(BM=64, BN=32, BK=256, num_warps=4, num_stages=4)
     elif m <= 2048:
         cfg = GemmConfig(BM=64, BN=128, BK=128, num_warps=4, num_stages=4)
     else:
-        # 3 stages: with fp16 operands staged for the MMA, 4 stages of fp8 tiles plus the
-        # fp16 copies come close to the 227 KiB of shared memory.
         cfg = GemmConfig(BM=128, BN=128, BK=128, num_warps=8, num_stages=3)
     # Descriptors (TMA) only where measured; older GPUs take the portable pointer GEMM.
     path = cfg.path if capability[0] >= 9 else "ptr"

@@ -78,7 +78,8 @@ def _mma(a, b, acc, ACC_K: tl.constexpr):
     on the fp16 MMA, which accumulates in fp32. Hopper's FP8 MMA keeps only
     about 14 bits of its running sum: even promoted to fp32 every 64 products, outputs near
     zero missed atol = rtol = 1e-2 in FlashInfer-Bench on the H200 (m >= 1024, 2026-11-30).
-    ACC_K > 0: FP8 MMA promoted to fp32 every ACC_K products; ACC_K == 0: once per K tile."""
+    ACC_K > 0: FP8 MMA promoted to fp32 every ACC_K products; ACC_K == 0: once per K tile.
+    fp16 operands (decode_f16_kernel's workspaces) take ACC_K < 0, where the casts are no-ops."""
     if ACC_K < 0:
         acc = tl.dot(a.to(tl.float16), b.to(tl.float16), acc)
     elif ACC_K == 0:
@@ -111,10 +112,42 @@ def decode_a_kernel(vals_ptr, meta_ptr, words_ptr, total, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def decode_f16_kernel(vals_ptr, meta_ptr, b_ptr, a16_ptr, b16_ptr, total_a, total_b, n_a,
+                      BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr):
+    """Both GEMM operands as dense fp16 in one launch (every call: nothing is kept).
+    Programs [0, n_a): BLOCK_A groups of A each -> 4 fp16 per group, e2m1 * 2^-14
+    (_fp16_scaled; a repeated position gets the fp16 sum, exact); a_vals/a_meta/a16 are
+    contiguous [m, k/4] / [m, k], so this is a flat stream over total_a = m*k/4 groups.
+    Programs [n_a, ...): BLOCK_B elements of B each, e4m3 bytes (b_ptr read as int8) -> fp16
+    (exact: every e4m3 value is an fp16 value), total_b = n*k."""
+    pid = tl.program_id(0)
+    # Names differ between the branches: a name bound in both must have one type there.
+    if pid < n_a:
+        offs_a = pid.to(tl.int64) * BLOCK_A + tl.arange(0, BLOCK_A)
+        mask_a = offs_a < total_a
+        v = tl.load(vals_ptr + offs_a, mask=mask_a, other=0).to(tl.int32) & 0xFF
+        meta = tl.load(meta_ptr + offs_a, mask=mask_a, other=0).to(tl.int32)
+        slot = tl.arange(0, 4)[None, :]
+        f0 = _fp16_scaled(v & 15)[:, None]
+        f1 = _fp16_scaled(v >> 4)[:, None]
+        zero = tl.zeros((BLOCK_A, 4), dtype=tl.float16)
+        a = (tl.where((meta & 3)[:, None] == slot, f0, zero)
+             + tl.where(((meta >> 2) & 3)[:, None] == slot, f1, zero))
+        tl.store(a16_ptr + offs_a[:, None] * 4 + slot, a, mask=mask_a[:, None])
+    else:
+        offs_b = (pid - n_a).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
+        mask_b = offs_b < total_b
+        b = tl.load(b_ptr + offs_b, mask=mask_b, other=0).to(tl.float8e4nv, bitcast=True)
+        tl.store(b16_ptr + offs_b, b.to(tl.float16), mask=mask_b)
+
+
+@triton.jit
 def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                    ACC_K: tl.constexpr):
-    """c[M, N] = bf16(64 * a[M, K] @ b[N, K]^T), a and b e4m3 through pointers; K % BK == 0."""
+                    ACC_K: tl.constexpr, SCALE: tl.constexpr):
+    """c[M, N] = bf16(SCALE * a[M, K] @ b[N, K]^T) through pointers; K % BK == 0. Operands
+    e4m3 (decode_a_kernel's A, SCALE 64) or both fp16 (decode_f16_kernel's, SCALE 2^14: the
+    loads then feed the fp16 dot directly, _mma's widening being a no-op)."""
     pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
@@ -129,7 +162,7 @@ def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_c
         acc = _mma(tl.load(a_ptrs), tl.load(b_ptrs), acc, ACC_K)
         a_ptrs += BK
         b_ptrs += BK
-    c = _bf16_rne(acc * 64.0)  # undo the 2^-6 of the decoded A
+    c = _bf16_rne(acc * SCALE)  # undo the power-of-two scale of the decoded A
     c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -137,10 +170,11 @@ def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_c
 @triton.jit
 def fp8_gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                        ACC_K: tl.constexpr, WS: tl.constexpr):
-    """Same product with tensor descriptors (TMA on Hopper): out-of-range rows load as zero
-    and are clipped on store. WS: let Triton split the loop into load and MMA warps (only
-    this branch names warp_specialize, so older Triton never sees it with WS off)."""
+                        ACC_K: tl.constexpr, WS: tl.constexpr, SCALE: tl.constexpr):
+    """Same product (e4m3 or fp16 operands, SCALE as above) with tensor descriptors (TMA on
+    Hopper): out-of-range rows load as zero and are clipped on store. WS: let Triton split
+    the loop into load and MMA warps (only this branch names warp_specialize, so older
+    Triton never sees it with WS off)."""
     pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)
     off_m = pid_m * BM
     off_n = pid_n * BN
@@ -151,7 +185,7 @@ def fp8_gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
     else:
         for k in range(0, K, BK):
             acc = _mma(a_desc.load([off_m, k]), b_desc.load([off_n, k]).T, acc, ACC_K)
-    c_desc.store([off_m, off_n], _bf16_rne(acc * 64.0))
+    c_desc.store([off_m, off_n], _bf16_rne(acc * SCALE))
 
 
 @triton.jit
