@@ -21,7 +21,11 @@ SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1)
 SPLIT = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, m_split=2)
 FOLD1D = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d=False)
 FOLD1DN = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, fold2d=False)
-CONFIGS = {"normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN}
+PREDEC = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True)
+SPLITK = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_k=2)
+SPLITK_SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, split_k=3)
+CONFIGS = {"normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+           "predec": PREDEC, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
 def make(g, max_m, n, k, seed=0):
@@ -50,7 +54,7 @@ def check(a, a_s, b, b_s, mm, config):
     return c
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -70,7 +74,7 @@ def test_max_m_zero_launches_nothing():
     main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(3, dtype=torch.int32), c)
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "predec"])
 def test_ue8m0_moderate_spread_fast_path(orient):
     # Powers of two spread over 11 binades inside one 128-block: still folded exactly.
     a, a_s, b, b_s = make(2, 24, 64, 256, seed=2)
@@ -79,7 +83,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)
@@ -204,3 +208,41 @@ def test_unsupported_tile_rejected():
     bad = heur.Config(BM=16, BN=16, swap=False, num_warps=4, num_stages=1)
     with pytest.raises(ValueError, match="config"):
         main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.ones(1, dtype=torch.int32), c, config=bad)
+
+
+def test_split_k_tickets_reset_between_calls():
+    # The last program of each tile resets its ticket: a second call must give the same c.
+    a, a_s, b, b_s = make(2, 20, 64, 512, seed=9)
+    mm = torch.tensor([20, 11], dtype=torch.int32)
+    cfg = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_k=4)
+    first = check(a, a_s, b, b_s, mm, cfg)
+    second = check(a, a_s, b, b_s, mm, cfg)
+    assert torch.equal(first, second)
+
+
+def test_split_k_must_divide_k_blocks():
+    a, a_s, b, b_s = make(1, 4, 32, 384)
+    with pytest.raises(ValueError, match="split_k"):
+        call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32),
+             heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_k=2))
+
+
+def test_prmt_word_asm_decode_matches_e2m1():
+    """The two-pass decode's word-at-a-time lookup: lo/hi words are the e4m3 bytes of codes
+    0-3 and 4-7 of the input word, in k order (no shuffles)."""
+    from lowbit_gemm.numerics import e2m1_decode, unpack_fp4
+
+    gen = torch.Generator().manual_seed(10)
+    for dexp in range(-5, 7):
+        d = dexp * 8
+        lut0 = (0x3C383000 + d * 0x01010100) & 0xFFFFFFFF
+        lut1 = (0x4C484440 + d * 0x01010101) & 0xFFFFFFFF
+        byt = torch.cat([torch.arange(256), torch.randint(0, 256, (64,), generator=gen)]).to(torch.uint8)
+        out = []
+        for q in range(0, len(byt), 4):
+            w = sum(int(byt[q + i]) << (8 * i) for i in range(4))
+            regs = _run_ptx(kernel_mod._PRMT_WORD_ASM_TEXT, {"$2": w, "$3": lut0, "$4": lut1})
+            out += [(regs[r] >> (8 * i)) & 0xFF for r in ("$0", "$1") for i in range(4)]
+        got = torch.tensor(out, dtype=torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
+        want = e2m1_decode(unpack_fp4(byt.view(torch.int8))).to(torch.float64) * 2.0 ** dexp
+        assert torch.equal(got, want), dexp

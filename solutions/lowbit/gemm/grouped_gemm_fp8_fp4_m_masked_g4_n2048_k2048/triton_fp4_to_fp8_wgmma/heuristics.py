@@ -20,9 +20,12 @@ class Config:
     fold2d: bool = True    # fold the scales on a [BN, 4] tile (True) or on 4 [BN] vectors
     ablate: int = 0        # timing experiments only (1: no decode, 2: no scales); wrong results
     maxnreg: int = 0       # register cap per thread (0: compiler's choice)
+    predec: bool = False   # two passes: decode B to e4m3 first (decode_b_kernel), then the GEMM
+    split_k: int = 1       # K slices per tile (fp32 partials summed by the last program)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
+                    PREDEC=self.predec, SPLIT_K=self.split_k,
                     num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 
@@ -30,21 +33,20 @@ class Config:
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
 
-    From measurements on an H200 (docs/kernels/grouped_gemm.md, run 3, 2026-11-30): one
-    warpgroup per CTA (4 warps), tokens on the MMA's M side, scales folded on a [BN, 4] tile.
-    Few rows: narrow weight tiles (BN=32: 4 * n / 32 CTAs stream the weights); many rows:
-    128x64. The swap-AB orientation was never the fastest once the fold ran on a [BN, 4] tile.
-    The same choice is made for sm_100 (untested there).
+    From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-5, 2026-11-30): every
+    shape is fastest with two passes (decode B to e4m3 once per call, then a plain pipelined
+    FP8 GEMM), 1.2-1.5x faster than decoding inside the GEMM loop (the fused path, still
+    selectable through Config for experiments and tests). One warpgroup on 64x64 tiles up to
+    512 rows per group (more CTAs per SM to hide each K step's serial wgmma wait), two
+    warpgroups on 128x128 tiles from there. The same choice is made for sm_100 (untested).
     """
     rows = max_m if expected_m is None else max(1, min(int(expected_m), max_m))
-    if rows <= 128:
-        if max_m > 512:
-            # Mostly zeros to write (max_m 4096, ~20 rows): measured best of the wide tiles.
-            return Config(BM=64, BN=64, swap=False, num_warps=4, num_stages=4)
-        return Config(BM=128, BN=32, swap=False, num_warps=4, num_stages=3)
-    return Config(BM=128, BN=64, swap=False, num_warps=4, num_stages=3)
+    if rows < 512:
+        return Config(BM=64, BN=64, swap=False, num_warps=4, num_stages=4, predec=True)
+    return Config(BM=128, BN=128, swap=False, num_warps=8, num_stages=3, predec=True)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
+DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
 
 
 def grid_split(config: Config, max_m: int, expected_m, n: int, g: int, sms: int = 132) -> int:

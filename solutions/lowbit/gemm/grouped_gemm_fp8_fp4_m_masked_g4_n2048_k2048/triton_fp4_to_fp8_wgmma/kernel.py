@@ -58,6 +58,9 @@ or.b32 $1, m, q;
 }
 """
 _PRMT_ASM = tl.constexpr(_PRMT_ASM_TEXT)
+# The same lookup on one int32 word at a time (pack=1): the second table is operand $4.
+_PRMT_WORD_ASM_TEXT = _PRMT_ASM_TEXT.replace("$7", "$4")
+_PRMT_WORD_ASM = tl.constexpr(_PRMT_WORD_ASM_TEXT)
 
 
 @triton.jit
@@ -168,18 +171,26 @@ def _load_fold(bs_rows, n_valid, kb, FOLD2D: tl.constexpr):
 
 
 @triton.jit
-def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX_M, N, K,
+def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
+               grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
                BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr,
                MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
-               ABLATE: tl.constexpr = 0):
-    """One [BM tokens x BN weight rows] tile; stores only rows < mm (the zero CTAs do the rest).
+               PREDEC: tl.constexpr, SPLIT_K: tl.constexpr, ABLATE: tl.constexpr = 0):
+    """One [BM tokens x BN weight rows] tile over K slice pid_k of SPLIT_K; stores only rows
+    < mm (the zero CTAs do the rest).
 
     SWAP=False: acc[BM, BN] = A @ Bdec^T (tokens on the MMA's M side).
     SWAP=True:  acc[BN, BM] = Bdec @ A^T (weight rows on the MMA's M side; for few tokens).
+    PREDEC: B comes already decoded (bq, ref from decode_b_kernel) instead of being decoded
+    here, so the K loop is a plain pipelined FP8 GEMM with one fp32 promotion per block.
+    SPLIT_K > 1: the fp32 partial goes to part_ptr; the last of the tile's SPLIT_K programs
+    (ticket in tick_ptr) sums the partials in slice order, stores c and resets the ticket.
     """
     KB = K // 128
     KH = K // 2
     KS = K // 32
+    kb_lo = pid_k * (KB // SPLIT_K)
+    kb_hi = kb_lo + KB // SPLIT_K
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     m_valid = offs_m < mm
@@ -201,7 +212,11 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
     # a_scale is prefetched one K block ahead by hand: Triton's pipeliner only prefetches loads
     # that feed the dot's operands, and this one feeds the fp32 promotion after the dot, so
     # its latency was exposed once per K block (measured: ~half of the kernel's time).
-    a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
+    a_s_next = tl.load(as_rows + kb_lo, mask=m_valid, other=0.0)
+    if PREDEC:
+        q_rows = bq_ptr + grp64 * N * K + offs_n.to(tl.int64) * K
+        ref_rows = ref_ptr + grp64 * KB * N + offs_n
+        ref_next = tl.load(ref_rows + kb_lo * N, mask=n_valid, other=0.0)
     # Same for the 1-D scale vectors (the [BN, 4] tile of FOLD2D feeds the decode, so the
     # pipeliner already prefetches it).
     if FOLD2D:
@@ -210,15 +225,21 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
         sn2 = sn0
         sn3 = sn0
     else:
-        sn0 = tl.load(bs_rows, mask=n_valid, other=1.0)
-        sn1 = tl.load(bs_rows + 1, mask=n_valid, other=1.0)
-        sn2 = tl.load(bs_rows + 2, mask=n_valid, other=1.0)
-        sn3 = tl.load(bs_rows + 3, mask=n_valid, other=1.0)
-    for kb in range(0, KB):
+        sn0 = tl.load(bs_rows + kb_lo * 4, mask=n_valid, other=1.0)
+        sn1 = tl.load(bs_rows + (kb_lo * 4 + 1), mask=n_valid, other=1.0)
+        sn2 = tl.load(bs_rows + (kb_lo * 4 + 2), mask=n_valid, other=1.0)
+        sn3 = tl.load(bs_rows + (kb_lo * 4 + 3), mask=n_valid, other=1.0)
+    for kb in range(kb_lo, kb_hi):
         a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
         a_s = a_s_next
         a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
-        if ABLATE & 2:  # timing experiment only: no scale handling (wrong results)
+        if PREDEC:
+            # ref < 0 marks a row whose scales did not fold (its bq codes are unscaled).
+            ref_raw = ref_next
+            ref_next = tl.load(ref_rows + tl.minimum(kb + 1, KB - 1) * N, mask=n_valid, other=0.0)
+            row_ok = ref_raw >= 0.0
+            ref = tl.maximum(ref_raw, 0.0)
+        elif ABLATE & 2:  # timing experiment only: no scale handling (wrong results)
             row_ok = n_valid
             dexp = tl.zeros((BN, 4), dtype=tl.int32)
             ref = tl.full((BN,), 1.0, tl.float32)
@@ -232,7 +253,9 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
             sn2 = tl.load(bs_rows + (kn + 2), mask=n_valid, other=1.0)
             sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
         bad_rows = bad_rows | (~row_ok).to(tl.int32)
-        if ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
+        if PREDEC:
+            bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]), mask=n_valid[:, None], other=0.0)
+        elif ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
             byte = tl.load(b_rows[:, None] + (kb * 64 + tl.arange(0, 64)[None, :]), mask=n_valid[:, None], other=0)
             bdec = tl.reshape(tl.join(byte, byte), [BN, 128]).to(tl.float8e4nv, bitcast=True)
         else:
@@ -246,7 +269,7 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
         # Exact path for rows whose scales could not be folded: four K=32 dots per block,
         # each scaled in fp32 by those rows' own scales (others get 0 here: already done).
         k32 = tl.arange(0, 32)
-        for kb in range(0, KB):
+        for kb in range(kb_lo, kb_hi):
             row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
             if tl.max((~row_ok).to(tl.int32), axis=0) != 0:
                 a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
@@ -261,26 +284,52 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX
                     else:
                         acc += tl.dot(a, tl.trans(braw)) * (a_s[:, None] * s_j[None, :])
 
+    if SPLIT_K == 1:
+        _store_tile(acc, c_ptr, grp64, offs_m, offs_n, m_valid, n_valid, MAX_M, N, SWAP, MANUAL_RNE)
+    else:
+        # Split K: store this slice's fp32 partial and take the tile's ticket; the program that
+        # draws the last one sums all partials in slice order (deterministic), stores c and
+        # resets the ticket for the next call (the ticket buffer starts zeroed, once).
+        tile = (grp64 * tl.cdiv(MAX_M, BM) + pid_m) * tl.cdiv(N, BN) + pid_n
+        p_ptrs = (part_ptr + tile * (SPLIT_K * BM * BN)
+                  + tl.arange(0, acc.shape[0])[:, None] * acc.shape[1] + tl.arange(0, acc.shape[1])[None, :])
+        tl.store(p_ptrs + pid_k * (BM * BN), acc)
+        tl.debug_barrier()  # every thread's partial is written before the (release) ticket
+        ticket = tl.atomic_add(tick_ptr + tile, 1)
+        if ticket == SPLIT_K - 1:
+            total = tl.zeros(acc.shape, dtype=tl.float32)
+            for s in tl.static_range(SPLIT_K):
+                total += tl.load(p_ptrs + s * (BM * BN), cache_modifier=".cg")
+            _store_tile(total, c_ptr, grp64, offs_m, offs_n, m_valid, n_valid, MAX_M, N, SWAP, MANUAL_RNE)
+            tl.atomic_xchg(tick_ptr + tile, 0)
+
+
+@triton.jit
+def _store_tile(acc, c_ptr, grp64, offs_m, offs_n, m_valid, n_valid, MAX_M, N, SWAP: tl.constexpr,
+                MANUAL_RNE: tl.constexpr):
+    """bf16 of the fp32 tile into c[g], rows < mm only."""
     c_base = c_ptr + grp64 * MAX_M * N
+    out = _to_bf16(acc, MANUAL_RNE)
     if SWAP:
-        out = _to_bf16(acc, MANUAL_RNE)
         ptrs = c_base + offs_m.to(tl.int64)[None, :] * N + offs_n[:, None]
         tl.store(ptrs, out, mask=n_valid[:, None] & m_valid[None, :])
     else:
-        out = _to_bf16(acc, MANUAL_RNE)
         ptrs = c_base + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
         tl.store(ptrs, out, mask=m_valid[:, None] & n_valid[None, :])
 
 
 @triton.jit
 def grouped_gemm_kernel(
-    a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr,
+    a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
     MAX_M, N, K, M_SPLIT,
     BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, ZR: tl.constexpr, ZN: tl.constexpr,
     MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
-    ABLATE: tl.constexpr = 0,
+    PREDEC: tl.constexpr = False, SPLIT_K: tl.constexpr = 1, ABLATE: tl.constexpr = 0,
 ):
-    """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g).
+    """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g, SPLIT_K).
+
+    bq_ptr/ref_ptr: decode_b_kernel's output (PREDEC only); part_ptr/tick_ptr: split-K fp32
+    partials and tickets (SPLIT_K > 1 only). Unused pointers may be any tensor.
 
     GEMM programs (pid < cdiv(N, BN) * M_SPLIT) own one weight tile and walk the token tiles
     pid_m = split, split + M_SPLIT, ... while pid_m * BM < clamp(masked_m[g]); masked_m is read
@@ -289,6 +338,7 @@ def grouped_gemm_kernel(
     """
     pid = tl.program_id(0)
     grp = tl.program_id(1)
+    pid_k = tl.program_id(2)
     grp64 = grp.to(tl.int64)
     mm = tl.load(mm_ptr + grp)
     mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
@@ -299,9 +349,10 @@ def grouped_gemm_kernel(
         split = pid // num_n
         num_m_used = tl.cdiv(mm, BM)
         for pid_m in range(split, num_m_used, M_SPLIT):
-            _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, grp64, pid_m, pid_n, mm, MAX_M, N, K,
-                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, ABLATE)
-    else:
+            _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
+                       grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
+                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE)
+    elif pid_k == 0:
         r0 = (pid - n_gemm) * ZR
         if r0 + ZR > mm:
             rows = r0 + tl.arange(0, ZR)
@@ -311,3 +362,58 @@ def grouped_gemm_kernel(
             for n0 in range(0, N, ZN):
                 cols = n0 + tl.arange(0, ZN)
                 tl.store(base + cols[None, :], zeros, mask=rmask[:, None] & (cols < N)[None, :])
+
+
+@triton.jit
+def _decode_words(w, d, USE_ASM: tl.constexpr):
+    """int32 words of 8 E2M1 codes (code i in bits 4i..4i+3, i.e. k order) -> (lo, hi) int32
+    words holding the e4m3 bytes of codes 0-3 and 4-7 times 2**(d >> 3), in k order.
+
+    d: exponent-field addends broadcastable to w (multiples of 8 in [-40, 48]). USE_ASM: the
+    prmt table lookup of _decode_block, one word at a time (no byte shuffles afterwards:
+    lo and hi are already in k order); otherwise plain integer ops per code.
+    """
+    if USE_ASM:
+        d = tl.zeros_like(w) + d
+        lo, hi = tl.inline_asm_elementwise(
+            _PRMT_WORD_ASM, "=r,=r,r,r,r", [w, 0x3C383000 + d * 0x01010100, 0x4C484440 + d * 0x01010101],
+            dtype=(tl.int32, tl.int32), is_pure=True, pack=1)
+    else:
+        lo = tl.zeros_like(w)
+        hi = tl.zeros_like(w)
+        for i in tl.static_range(4):
+            lo |= (_e2m1_to_e4m3((w >> (4 * i)) & 15, d) & 0xFF) << (8 * i)
+            hi |= (_e2m1_to_e4m3((w >> (4 * i + 16)) & 15, d) & 0xFF) << (8 * i)
+    return lo, hi
+
+
+@triton.jit
+def decode_b_kernel(bw_ptr, bs_ptr, qw_ptr, ref_ptr, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr):
+    """Pass 1 of the two-pass path: grid (cdiv(N, BR), K / 128, g), one [BR rows, 128 K] block
+    per program and no loop, so the whole grid streams B at once.
+
+    bw: b_fp4 as int32 words [g, N, K/8]; qw: the decoded B as int32 words [g, N, K/4] (e4m3
+    bytes in k order) with the block's per-32 scales folded in as in the fused loop;
+    ref[g, kb, n]: the block's fp32 multiplier, or -1 where the scales did not fold (those
+    codes are left unscaled and the GEMM's correction loop handles the row exactly).
+    """
+    pid_n = tl.program_id(0)
+    kb = tl.program_id(1)
+    grp64 = tl.program_id(2).to(tl.int64)
+    KB = K // 128
+    KS = K // 32
+    offs_n = pid_n * BR + tl.arange(0, BR)
+    n_valid = offs_n < N
+    rows = offs_n.to(tl.int64)
+    bs_rows = bs_ptr + grp64 * N * KS + rows * KS
+    row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, True)
+    # 16 words of 8 codes per row, loaded as one contiguous [BR, 16] tile (a [BR, 4, 4] load
+    # used half of every 32-byte sector, measured with ncu); word j has the scale of group j // 4.
+    w_ptrs = bw_ptr + (grp64 * N * (K // 8) + rows * (K // 8) + kb * 16)[:, None] + tl.arange(0, 16)[None, :]
+    w = tl.load(w_ptrs, mask=n_valid[:, None], other=0)
+    d = tl.reshape(tl.broadcast_to(dexp[:, :, None], [BR, 4, 4]), [BR, 16])
+    lo, hi = _decode_words(w, d, USE_ASM)
+    out = tl.reshape(tl.join(lo, hi), [BR, 32])
+    q_ptrs = qw_ptr + (grp64 * N * (K // 4) + rows * (K // 4) + kb * 32)[:, None] + tl.arange(0, 32)[None, :]
+    tl.store(q_ptrs, out, mask=n_valid[:, None])
+    tl.store(ref_ptr + (grp64 * KB + kb) * N + offs_n, tl.where(row_ok, ref, -1.0), mask=n_valid)
