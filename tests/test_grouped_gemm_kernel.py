@@ -246,3 +246,12 @@ def test_prmt_word_asm_decode_matches_e2m1():
         got = torch.tensor(out, dtype=torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
         want = e2m1_decode(unpack_fp4(byt.view(torch.int8))).to(torch.float64) * 2.0 ** dexp
         assert torch.equal(got, want), dexp
+
+
+def test_two_pass_rejects_unaligned_b():
+    a, a_s, b, b_s = make(1, 4, 32, 128)
+    flat = torch.zeros(b.numel() + 1, dtype=b.dtype)
+    b_odd = flat[1:].view(b.shape)  # contiguous, but starts one byte into its storage
+    b_odd.copy_(b)
+    with pytest.raises(ValueError, match="b_fp4"):
+        call(a, a_s, b_odd, b_s, torch.tensor([4], dtype=torch.int32), PREDEC)

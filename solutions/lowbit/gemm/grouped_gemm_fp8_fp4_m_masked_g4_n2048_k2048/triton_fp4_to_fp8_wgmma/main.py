@@ -162,6 +162,10 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     num_n = -(-n // config.BN)
     bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
     if config.predec:
+        if b_fp4.storage_offset() % 4:
+            # The decode pass reads b_fp4 as 32-bit words.
+            raise ValueError("b_fp4: expected a 4-byte aligned start (storage_offset % 4 == 0), "
+                             f"got storage_offset {b_fp4.storage_offset()}")
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale.
         bq_words = torch.empty((g, n, k // 4), dtype=torch.int32, device=dev)
         ref = torch.empty((g, kb, n), dtype=torch.float32, device=dev)
