@@ -158,9 +158,42 @@ def ncu_mode():
             print(f"ncu launch {wname} {vname}", flush=True)
 
 
+def gemm_only_mode():
+    """The GEMM pass alone on pre-decoded B (decode_b_kernel run once, outside the timing), per
+    split-K and tile, on few-row workloads: does its time scale with the K chain per CTA?"""
+    cfgs = {f"p64x{bn}w4s4_k{sk}": C(64, bn, False, 4, 4, predec=True, split_k=sk)
+            for bn in (32, 64, 128) for sk in (1, 2, 4, 8)}
+    for wname, max_m, masked, exp in (WORKLOADS[2], WORKLOADS[4], ("m64empty", 64, [0, 0, 0, 0], 1)):
+        a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
+        c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
+        bq = torch.empty((G, N, K // 4), dtype=torch.int32, device=dev)
+        ref = torch.empty((G, K // 128, N), dtype=torch.float32, device=dev)
+        main.decode_b_kernel[(-(-N // H.DECODE_ROWS), K // 128, G)](b.view(torch.int32), b_s, bq, ref, N, K,
+                                                                   BR=H.DECODE_ROWS, USE_ASM=True, num_warps=4)
+        bq8 = bq.view(torch.float8_e4m3fn)
+        row = {}
+        for vname, cfg in cfgs.items():
+            plan = main._make_plan(a, a_s, b, b_s, mm, c, exp, cfg)
+            part = tick = c
+            if cfg.split_k > 1:
+                tiles = G * -(-max_m // cfg.BM) * -(-N // cfg.BN)
+                part, tick = main._split_k_scratch(c.device, tiles * cfg.split_k * cfg.BM * cfg.BN, tiles)
+
+            def fn(a, a_s, b, b_s, mm, c, bq8, ref, plan=plan, part=part, tick=tick):
+                main._launch(main.grouped_gemm_kernel, plan.grid,
+                             (a, a_s, b, b_s, mm, c, bq8, ref, part, tick, plan.max_m, N, K, plan.m_split),
+                             plan.consts, plan.dev_index)
+            fn(a, a_s, b, b_s, mm, c, bq8, ref)
+            torch.cuda.synchronize()
+            row[vname] = time_call(fn, [a, a_s, b, b_s, mm, c, bq8, ref], L2, reps=20).median_us
+        print(f"gemm-only {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
+
+
 def main_():
     if "--ncu" in sys.argv:
         return ncu_mode()
+    if "--gemm-only" in sys.argv:
+        return gemm_only_mode()
     quick = "--quick" in sys.argv
     p = torch.cuda.get_device_properties(0)
     print(f"GPU {p.name} sms={p.multi_processor_count} cap={torch.cuda.get_device_capability()} "

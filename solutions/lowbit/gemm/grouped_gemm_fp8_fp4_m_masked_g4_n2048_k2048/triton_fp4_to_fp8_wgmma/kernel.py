@@ -1,8 +1,13 @@
 """Triton kernels: M-masked grouped GEMM, A in FP8 e4m3 (per-row per-128 float32 scale) times
 B in FP4 E2M1 (per-row per-32 float32 scale), bf16 out.
 
-The FP4 weights are decoded to e4m3 bit patterns in registers with integer ops (every E2M1 value
-is exact in e4m3) and multiplied with an fp8 ``tl.dot`` (wgmma on sm_90, tcgen05 on sm_100).
+The FP4 weights are decoded to e4m3 bit patterns with integer ops (every E2M1 value is exact in
+e4m3) and multiplied with an fp8 ``tl.dot`` (wgmma on sm_90, tcgen05 on sm_100). Two ways:
+- two passes (the default): ``decode_b_kernel`` writes B as e4m3 plus one fp32 multiplier per
+  row and 128-K block, then ``grouped_gemm_kernel`` with PREDEC loads it like any FP8 operand
+  (cp.async, pipelined by Triton);
+- one pass: ``grouped_gemm_kernel`` decodes B inside its K loop (kept for experiments: Triton
+  waits on each wgmma before the fp32 promotion, so decode and MMA never overlap in a CTA).
 
 Scales, per 128-wide K block and per weight row n:
 - fast path: the four per-32 scales are positive normal powers of two within 11 binades of each
