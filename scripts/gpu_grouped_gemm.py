@@ -189,7 +189,32 @@ def gemm_only_mode():
         print(f"gemm-only {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
 
 
+def stages_mode():
+    """Run 8: deeper cp.async pipelines for the few-row regime (more bytes in flight per CTA):
+    correctness on the adversarial cases, then the whole call on the rows < 512 workloads."""
+    cfgs = {f"p64x{bn}w4s{st}": C(64, bn, False, 4, st, predec=True)
+            for bn, st in ((64, 4), (64, 6), (64, 8), (32, 6), (32, 8), (128, 6))}
+    cases = [(64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120)]
+    for vname, cfg in cfgs.items():
+        for i, (max_m, masked, sc, exp) in enumerate(cases):
+            a, a_s, b, b_s, mm = make(max_m, masked, seed=i, scales=sc)
+            c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
+            variant_fn(cfg)(a, a_s, b, b_s, mm, exp, c)
+            torch.cuda.synchronize()
+            check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"{vname}/{sc}")
+    print("stages: all variants correct", flush=True)
+    for wname, max_m, masked, exp in [w for w in WORKLOADS if w[0] in
+                                      ("m512mix", "m64dec", "m64peer", "m128dec", "m128peer", "m4096e20", "m4096e192")]:
+        a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
+        c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
+        row = {v: time_call(variant_fn(cfg), [a, a_s, b, b_s, mm, exp, c], L2, reps=20).median_us
+               for v, cfg in cfgs.items()}
+        print(f"stages {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
+
+
 def main_():
+    if "--stages" in sys.argv:
+        return stages_mode()
     if "--ncu" in sys.argv:
         return ncu_mode()
     if "--gemm-only" in sys.argv:
