@@ -8,8 +8,8 @@ is kept short: attribute checks only (the detailed checks run only to word an er
 Triton launch for m <= 16 (two above), and per-device state built on the first call and
 reused: the capability, the chosen config per (m, n, k), and scratch buffers (the
 dense-operand workspace: fp16 A and B on Hopper, e4m3 A elsewhere; split-K partials and
-tickets). The scratch holds nothing across calls (every call overwrites what it reads; tickets return to 0), so no output or converted input is
-cached. The scratch is shared by calls on one device: calls on concurrently running
+tickets). The scratch holds nothing across calls (every call overwrites what it reads;
+tickets return to 0), so no output or converted input is cached. The scratch is shared by calls on one device: calls on concurrently running
 streams would need their own (not the benchmark's use).
 """
 
