@@ -255,3 +255,20 @@ def test_two_pass_rejects_unaligned_b():
     b_odd.copy_(b)
     with pytest.raises(ValueError, match="b_fp4"):
         call(a, a_s, b_odd, b_s, torch.tensor([4], dtype=torch.int32), PREDEC)
+
+
+def test_plan_cache_still_rejects_bad_arguments():
+    # A valid call caches its plan; a later call with the same shapes but a bad argument must
+    # miss that cache and be rejected, never launched with the cached plan.
+    a, a_s, b, b_s = make(1, 8, 32, 128, seed=11)
+    mm = torch.tensor([8], dtype=torch.int32)
+    check(a, a_s, b, b_s, mm, NORMAL)
+    c_t = torch.empty(1, 32, 8, dtype=torch.bfloat16).transpose(1, 2)  # right shape, not contiguous
+    with pytest.raises(ValueError, match="c: expected a contiguous"):
+        main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm, c_t, config=NORMAL)
+    with pytest.raises(ValueError, match="masked_m: expected dtype"):
+        main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm.float(), torch.empty(1, 8, 32, dtype=torch.bfloat16),
+                                         config=NORMAL)
+    with pytest.raises(ValueError, match="a_scale: expected dtype"):
+        main.grouped_gemm_fp8_fp4_masked(a, a_s.double(), b, b_s, mm, torch.empty(1, 8, 32, dtype=torch.bfloat16),
+                                         config=NORMAL)
