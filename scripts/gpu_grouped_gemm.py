@@ -3,9 +3,14 @@
 1. Correctness of every variant against a float64 oracle (computed on the GPU) on random and
    adversarial inputs (NaN-poisoned c, masked_m negative / 0 / > max_m, wide / non-pow2 scales).
 2. Timing (CUDA-graph replay, L2-cold rotating inputs, median) of each variant on the issue's
-   workloads, plus the PyTorch dequant -> bf16 bmm peer. Prints a table last.
+   workloads, plus the PyTorch dequant -> bf16 bmm peer; split-K variants only where rows are
+   few. Then host time per run() call. Prints a table last.
 
 Run from the repository root: python3 scripts/gpu_grouped_gemm.py [--quick]
+Diagnostics (docs/kernels/grouped_gemm.md, runs 4-8):
+  --ncu V1 V2 ...  one launch per named variant on two workloads, for ncu to profile
+  --gemm-only      the GEMM pass alone on pre-decoded B, per tile and split-K (run 7)
+  --stages         pipeline depth 4/6/8 on the few-row workloads (run 8)
 """
 
 import os
@@ -111,7 +116,6 @@ VARIANTS = {
     # timing only: decode_b_kernel alone (pass 1 of p*)
     "x_decode_pass": "decode",
 }
-FEW_ROWS_ONLY = ("_k",)   # variants timed only where rows per group are few
 
 
 def decode_only(a, a_s, b, b_s, mm, exp, c):
