@@ -30,6 +30,11 @@ class Config:
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 
 
+def _expected_rows(max_m: int, expected_m) -> int:
+    """Rows per group to plan for: the hint clamped to [1, max_m], or max_m without one."""
+    return max_m if expected_m is None else max(1, min(int(expected_m), max_m))
+
+
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
 
@@ -40,7 +45,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     stages up to 32 rows per group, on 64x64 tiles up to 512 (more CTAs per SM to hide each K
     step's serial wgmma wait), two warpgroups on 128x128 tiles from there. The same choice is made for sm_100 (untested).
     """
-    rows = max_m if expected_m is None else max(1, min(int(expected_m), max_m))
+    rows = _expected_rows(max_m, expected_m)
     if rows <= 32:
         # Decode-like: narrower weight tiles (twice the CTAs) and 8 stages measured 1-2.6 us
         # faster (run 8: 18.2 against 20.0 us at max_m 64), but 5 us slower at ~96 rows.
@@ -53,13 +58,11 @@ ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
 
 
-def grid_split(config: Config, max_m: int, expected_m, n: int, g: int, sms: int = 132) -> int:
-    """GEMM programs per weight tile: enough to cover the expected token tiles, and to give
-    the SMs work when there are few weight tiles; never more than the token tiles of max_m."""
+def grid_split(config: Config, max_m: int, expected_m) -> int:
+    """GEMM programs per weight tile: enough to cover the expected token tiles, never more
+    than the token tiles of max_m."""
     if config.m_split:
         return max(1, config.m_split)
-    rows = max_m if expected_m is None else max(1, min(int(expected_m), max_m))
     num_m_max = -(-max_m // config.BM)
-    want = -(-rows // config.BM)
-    tiles = g * (-(-n // config.BN))
+    want = -(-_expected_rows(max_m, expected_m) // config.BM)
     return max(1, min(num_m_max, want))

@@ -169,7 +169,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
         and torch.version.hip is None
     dev_index = (dev.index if dev.index is not None else torch.cuda.current_device()) \
         if dev.type == "cuda" else -1
-    m_split = grid_split(config, max_m, expected_m, n, g)
+    m_split = grid_split(config, max_m, expected_m)
     # Plain integer ceil-division: triton.cdiv is a constexpr function, slow to call from Python.
     grid = (-(-n // config.BN) * m_split + -(-max_m // ZR), g, config.split_k)
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // DECODE_ROWS), kb, g),
