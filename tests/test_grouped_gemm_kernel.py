@@ -178,18 +178,26 @@ def _run_ptx(text, regs):
     return regs
 
 
-def test_prmt_asm_decode_matches_e2m1():
+def _prmt_cases(seed):
+    """Per exponent addend: (lut0, lut1, bytes, 32-bit words of those bytes, wanted float64
+    values of their codes in k order) for checking the PRMT decode tables."""
     from lowbit_gemm.numerics import e2m1_decode, unpack_fp4
 
-    gen = torch.Generator().manual_seed(9)
+    gen = torch.Generator().manual_seed(seed)
     for dexp in range(-5, 7):
         d = dexp * 8
         lut0 = (0x3C383000 + d * 0x01010100) & 0xFFFFFFFF
         lut1 = (0x4C484440 + d * 0x01010101) & 0xFFFFFFFF
         byt = torch.cat([torch.arange(256), torch.randint(0, 256, (64,), generator=gen)]).to(torch.uint8)
+        words = [sum(int(byt[q + i]) << (8 * i) for i in range(4)) for q in range(0, len(byt), 4)]
+        want = e2m1_decode(unpack_fp4(byt.view(torch.int8))).to(torch.float64) * 2.0 ** dexp
+        yield dexp, lut0, lut1, words, want
+
+
+def test_prmt_asm_decode_matches_e2m1():
+    for dexp, lut0, lut1, words, want in _prmt_cases(9):
         xs, ys = [], []
-        for q in range(0, len(byt), 4):
-            w = sum(int(byt[q + i]) << (8 * i) for i in range(4))
+        for w in words:
             regs = _run_ptx(kernel_mod._PRMT_ASM_TEXT, {"$2": w, "$3": lut0, "$7": lut1})
             xs.append([(regs["$0"] >> (8 * i)) & 0xFF for i in range(4)])
             ys.append([(regs["$1"] >> (8 * i)) & 0xFF for i in range(4)])
@@ -198,7 +206,6 @@ def test_prmt_asm_decode_matches_e2m1():
         # The kernel's join / permute / reshape back to k order.
         bits = torch.stack((x, y), -1).permute(0, 2, 1).reshape(-1)
         got = bits.view(torch.float8_e4m3fn).to(torch.float64)
-        want = e2m1_decode(unpack_fp4(byt.view(torch.int8))).to(torch.float64) * 2.0 ** dexp
         assert torch.equal(got, want), dexp
 
 
@@ -230,21 +237,12 @@ def test_split_k_must_divide_k_blocks():
 def test_prmt_word_asm_decode_matches_e2m1():
     """The two-pass decode's word-at-a-time lookup: lo/hi words are the e4m3 bytes of codes
     0-3 and 4-7 of the input word, in k order (no shuffles)."""
-    from lowbit_gemm.numerics import e2m1_decode, unpack_fp4
-
-    gen = torch.Generator().manual_seed(10)
-    for dexp in range(-5, 7):
-        d = dexp * 8
-        lut0 = (0x3C383000 + d * 0x01010100) & 0xFFFFFFFF
-        lut1 = (0x4C484440 + d * 0x01010101) & 0xFFFFFFFF
-        byt = torch.cat([torch.arange(256), torch.randint(0, 256, (64,), generator=gen)]).to(torch.uint8)
+    for dexp, lut0, lut1, words, want in _prmt_cases(10):
         out = []
-        for q in range(0, len(byt), 4):
-            w = sum(int(byt[q + i]) << (8 * i) for i in range(4))
+        for w in words:
             regs = _run_ptx(kernel_mod._PRMT_WORD_ASM_TEXT, {"$2": w, "$3": lut0, "$4": lut1})
             out += [(regs[r] >> (8 * i)) & 0xFF for r in ("$0", "$1") for i in range(4)]
         got = torch.tensor(out, dtype=torch.uint8).view(torch.float8_e4m3fn).to(torch.float64)
-        want = e2m1_decode(unpack_fp4(byt.view(torch.int8))).to(torch.float64) * 2.0 ** dexp
         assert torch.equal(got, want), dexp
 
 
