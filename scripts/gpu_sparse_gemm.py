@@ -33,9 +33,11 @@ sys.path.insert(0, str(ROOT / "solutions/lowbit/gemm/sparse_gemm_fp4_fp8_n2048_k
 from triton_sparse_fp4_decode_wgmma import heuristics as H  # noqa: E402
 from triton_sparse_fp4_decode_wgmma import main as sol  # noqa: E402
 sys.path.insert(0, str(ROOT / "src"))
+from lowbit_gemm.bench.timing import time_call  # noqa: E402
 from lowbit_gemm.oracle import sparse_gemm_oracle  # noqa: E402
 
 N = K = 2048
+L2_BYTES = 60 << 20
 OUT = Path(os.environ.get("OUT", "/tmp/out"))
 OUT.mkdir(parents=True, exist_ok=True)
 LOG = open(OUT / "sparse_gemm_results.jsonl", "w")
@@ -108,30 +110,22 @@ def old_config(m):
 DECODE_ONLY = "decode16_only"
 
 
+def ST(bm, bn, bk, st=4, w=4, f16=True):
+    """Round 4: one launch, no split, full K per program (kernel.stream_kernel). f16: A
+    decoded straight to fp16; else e4m3 A widened with B in registers (_mma, ACC_F16)."""
+    return H.StreamConfig(bm, bn, bk, num_warps=w, num_stages=st, a_f16=f16, acc_k=H.ACC_F16)
+
+
 def sweep_variants(m):
-    """Round 3 sweep: fp16 decode of both operands + fp16 GEMM tiles, against run 6's path."""
-    v = {"old_e4m3A_widen": old_config(m)}
-    if m <= 64:
-        v.update({"f16_ptr64x64x64_w4s4": G16(64, 64, 64, 4, 4), "f16_ptr64x32x64_w4s4": G16(64, 32, 64, 4, 4),
-                  "f16_ptr64x128x64_w4s4": G16(64, 128, 64, 4, 4), "f16_ptr32x32x128_w4s4": G16(32, 32, 128, 4, 4),
-                  "f16_ptr16x32x128_w4s4": G16(16, 32, 128, 4, 4)})
-    elif m <= 256:
-        v.update({"f16_ptr64x128x64_w4s4": G16(64, 128, 64, 4, 4), "f16_ptr64x64x64_w4s4": G16(64, 64, 64, 4, 4),
-                  "f16_ptr128x64x64_w4s4": G16(128, 64, 64, 4, 4), "f16_ptr64x32x64_w4s4": G16(64, 32, 64, 4, 4),
-                  "f16_ptr128x128x64_w8s4": G16(128, 128, 64, 8, 4)})
-    elif m <= 2048:
-        v.update({"f16_ptr128x128x64_w8s4": G16(128, 128, 64, 8, 4), "f16_ptr64x128x64_w4s4": G16(64, 128, 64, 4, 4),
-                  "f16_ptr128x64x64_w4s4": G16(128, 64, 64, 4, 4), "f16_ptr128x256x64_w8s3": G16(128, 256, 64, 8, 3),
-                  "f16_tma128x128x64_w8s4": G16(128, 128, 64, 8, 4, "tma"),
-                  "f16_ptr128x128x64_w4s4": G16(128, 128, 64, 4, 4), "f16_ptr64x64x64_w4s4": G16(64, 64, 64, 4, 4)})
-    else:
-        v.update({"f16_ptr128x256x64_w8s3": G16(128, 256, 64, 8, 3), "f16_tma128x256x64_w8s3": G16(128, 256, 64, 8, 3, "tma"),
-                  "f16_ptr128x128x64_w8s4": G16(128, 128, 64, 8, 4), "f16_tma128x128x64_w8s4": G16(128, 128, 64, 8, 4, "tma"),
-                  "f16_ptr128x128x64_w4s5": G16(128, 128, 64, 4, 5), "f16_tma128x256x64_w8s4": G16(128, 256, 64, 8, 4, "tma"),
-                  "f16_ptr128x256x64_w8s3_g16": G16(128, 256, 64, 8, 3, group_m=16),
-                  "f16_ptr256x128x64_w8s3": G16(256, 128, 64, 8, 3)})
-    if m >= 256:
-        v[DECODE_ONLY] = None
+    """Round 4 sweep (rounds 1-3's sets are in git history): the one-launch streaming kernel
+    against the path chosen now, for few rows."""
+    v = {"chosen_now": H.choose(m, N, K, (9, 0))}
+    bm = min(max(16, 1 << (m - 1).bit_length()), 64)
+    for bn, bk, st in ((16, 128, 4), (16, 128, 6), (16, 64, 8), (16, 256, 3), (32, 128, 4), (32, 256, 3), (64, 128, 4)):
+        v[f"stream{bm}x{bn}x{bk}_s{st}"] = ST(bm, bn, bk, st)
+    v[f"stream{bm}x16x128_s4_e4m3"] = ST(bm, 16, 128, 4, f16=False)
+    if m > 64:
+        v["stream128x32x128_s4_w8"] = ST(128, 32, 128, 4, w=8)
     return v
 
 
@@ -142,12 +136,14 @@ def launcher(cfg):
         return lambda av, am, bb, c: sol.launch_small(av, am, bb, c, cfg)
     if cfg.path == "mma_small":
         return lambda av, am, bb, c: sol.launch_mma_small(av, am, bb, c, cfg)
+    if cfg.path == "stream":
+        return lambda av, am, bb, c: sol.launch_stream(av, am, bb, c, cfg)
     return lambda av, am, bb, c: sol.launch_gemm(av, am, bb, c, cfg)
 
 
 VALIDATE_M = (0, 1, 2, 3, 7, 16, 17, 64, 100, 256, 1000, 1024, 2048, 4096, 8192)
 TIME_M = (1, 2, 16, 64, 256, 1024, 2048, 4096, 8192)
-SWEEP_M = tuple(int(x) for x in os.environ.get("SWEEP_M", "8192,4096,2048,1024,512,256,64").split(","))
+SWEEP_M = tuple(int(x) for x in os.environ.get("SWEEP_M", "1,2,16,32,64,128,256").split(","))
 FLUSH = None
 HARNESS_CACHE = None
 
@@ -223,21 +219,23 @@ def try_variant(name, fn, m, a_vals, a_meta, b, ref, res):
     try:
         if name == DECODE_ONLY:
             gus = bench_graph(lambda: sol.decode_f16(a_vals, a_meta, b))
-            res[name] = (gus, True)
+            res[name] = (gus, True, gus)
             log(kind="time", variant=name, m=m, us_graph=gus)
             print(f"m={m:5d} {name:34s} graph {gus:8.2f} us")
             return True
         ok, rel, mx = check(name, fn, m, a_vals, a_meta, b, ref)
         c = torch.empty(m, N, dtype=torch.bfloat16, device=DEV)
         gus = bench_graph(lambda: fn(a_vals, a_meta, b, c))
+        rot = time_call(fn, [a_vals, a_meta, b, c], L2_BYTES).median_us
     except Exception as exc:
         msg = f"{type(exc).__name__}: {str(exc)[:200]}"
         log(kind="variant_error", variant=name, m=m, error=msg)
         print(f"m={m} {name}: ERROR {msg}")
         return None
-    res[name] = (gus, ok)
-    log(kind="time", variant=name, m=m, us_graph=gus, ok=ok, rel_norm=rel, max_abs=mx)
-    print(f"m={m:5d} {name:34s} graph {gus:8.2f} us rel={rel:.2e} max_abs={mx:.3g} {'ok' if ok else 'BAD'}")
+    res[name] = (rot, ok, gus)
+    log(kind="time", variant=name, m=m, us_graph=gus, us_rotating=rot, ok=ok, rel_norm=rel, max_abs=mx)
+    print(f"m={m:5d} {name:34s} rotating {rot:8.2f} us, after memset {gus:8.2f} us rel={rel:.2e} "
+          f"max_abs={mx:.3g} {'ok' if ok else 'BAD'}")
     return ok
 
 
@@ -333,7 +331,8 @@ def main():
           f"us/call; checks {'PASS' if all_ok else 'FAIL'} ({time.time() - t0:.0f}s)")
     for m, res in sweep_rows:
         items = sorted(res.items(), key=lambda kv: kv[1][0])
-        print(f"sweep m={m}: " + " ".join(f"{k}={v[0]:.2f}{'' if v[1] else '(BAD)'}" for k, v in items))
+        print(f"sweep m={m} (rotating-sets us / after-memset us): " + " ".join(
+            f"{k}={v[0]:.2f}/{v[2]:.2f}{'' if v[1] else '(BAD)'}" for k, v in items))
     for m, r in rows:
         c = r["cfg"]
         desc = (f"{c.path} BW{c.BW} BT{c.BT} BK{c.BK} s{c.split} w{c.num_warps} st{c.num_stages}"

@@ -35,7 +35,10 @@ for p in ("tma", "ptr"):
 MMAS = {"mma_split2": H.MmaSmallConfig(BW=32, BT=16, BK=64, split=2),
         "mma_split4_lut": H.MmaSmallConfig(BW=16, BT=16, BK=32, split=4, acc_k=32, lut=True),
         "mma_nosplit": H.MmaSmallConfig(BW=32, BT=32, BK=128, split=1)}
-PATHS = ["small", "tma", "tma_ws", "ptr", "fused", "tma16", "ptr16"] + list(MMAS)
+# One launch, no split, full K per program: fp16 decode (Hopper) and e4m3 decode + _mma.
+STREAMS = {"stream_f16": H.StreamConfig(BM=16, BN=16, BK=64, num_stages=3),
+           "stream_e4m3": H.StreamConfig(BM=16, BN=32, BK=64, a_f16=False, acc_k=0)}
+PATHS = ["small", "tma", "tma_ws", "ptr", "fused", "tma16", "ptr16"] + list(MMAS) + list(STREAMS)
 
 
 def _launch(path, a_vals, a_meta, b, c, small=SMALL):
@@ -43,6 +46,8 @@ def _launch(path, a_vals, a_meta, b, c, small=SMALL):
         return sol.launch_small(a_vals, a_meta, b, c, small)
     if path in MMAS:
         return sol.launch_mma_small(a_vals, a_meta, b, c, MMAS[path])
+    if path in STREAMS:
+        return sol.launch_stream(a_vals, a_meta, b, c, STREAMS[path])
     return sol.launch_gemm(a_vals, a_meta, b, c, GEMMS[path])
 
 

@@ -71,6 +71,26 @@ class MmaSmallConfig:
 
 
 @dataclass(frozen=True)
+class StreamConfig:
+    """One launch, no split (kernel.stream_kernel): BN weight rows and BM token rows per
+    program, all of K in BK steps through a num_stages-deep cp.async pipeline. a_f16: A
+    decoded to fp16 and the fp16 MMA (exact on Hopper); else e4m3 A and kernel._mma with
+    acc_k."""
+    BM: int
+    BN: int
+    BK: int
+    num_warps: int = 4
+    num_stages: int = 4
+    a_f16: bool = True
+    acc_k: int = -1
+    path: str = "stream"
+
+    def as_kwargs(self):
+        return dict(BM=self.BM, BN=self.BN, BK=self.BK, ACC_K=self.acc_k, A_F16=self.a_f16,
+                    STAGES=self.num_stages, num_warps=self.num_warps)
+
+
+@dataclass(frozen=True)
 class GemmConfig:
     BM: int
     BN: int

@@ -298,3 +298,57 @@ def small_m_mma_kernel(vals_ptr, meta_ptr, b_ptr, c_ptr, part_ptr, tick_ptr, lut
                 total += tl.load(p_ptrs + s * (BW * BT), cache_modifier=".cg")
             tl.store(c_ptrs, _bf16_rne(total * 64.0), mask=c_mask)
             tl.atomic_xchg(tick_ptr + tile, 0)
+
+
+@triton.jit
+def _f16_tile(vals_ptr, meta_ptr, offs, mask, BM: tl.constexpr, G: tl.constexpr):
+    """Dense fp16 tile [BM, 4G] of A * 2^-14 from the groups at offs [BM, G]: each code's
+    fp16 placed at its position, a repeated position gets the exact fp16 sum."""
+    v = tl.load(vals_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
+    meta = tl.load(meta_ptr + offs, mask=mask, other=0).to(tl.int32)
+    slot = tl.arange(0, 4)[None, None, :]
+    f0 = _fp16_scaled(v & 15)[:, :, None]
+    f1 = _fp16_scaled(v >> 4)[:, :, None]
+    zero = tl.zeros((BM, G, 4), dtype=tl.float16)
+    a = (tl.where((meta & 3)[:, :, None] == slot, f0, zero)
+         + tl.where(((meta >> 2) & 3)[:, :, None] == slot, f1, zero))
+    return tl.reshape(a, (BM, 4 * G))
+
+
+@triton.jit
+def stream_kernel(vals_ptr, meta_ptr, b_ptr, c_ptr, M, N, K,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ACC_K: tl.constexpr,
+                  A_F16: tl.constexpr, STAGES: tl.constexpr):
+    """One launch for few rows, no split: program (j, t) owns BN weight rows (columns
+    j*BN.. of c) and BM token rows t*BM.., and walks all of K with a STAGES-deep cp.async
+    pipeline (Triton stages the B, a_vals and a_meta loads even though they are widened or
+    decoded before the dot). Narrow BN gives N / BN programs, enough to spread the B stream
+    over every SM; each decodes its token rows again (A is tiny and stays in L2), which is
+    what bounds BM * (N / BN).
+    A_F16 (Hopper): A decoded straight to fp16 (x 2^-14) and B widened to fp16, fp16 MMA
+    with fp32 accumulation (exact). Otherwise A decoded to e4m3 (x 2^-6) and multiplied by
+    _mma with ACC_K. b, c contiguous; K % BK == 0."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    G: tl.constexpr = BK // 4
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    mask_a = (offs_m < M)[:, None]
+    a_offs = offs_m.to(tl.int64)[:, None] * (K // 4) + tl.arange(0, G)[None, :]
+    # Past-the-end weight rows re-read valid ones (never stored), so B needs no mask.
+    b_ptrs = b_ptr + (offs_n % N).to(tl.int64)[:, None] * K + tl.arange(0, BK)[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, num_stages=STAGES):
+        bt = tl.load(b_ptrs + k)
+        if A_F16:
+            a = _f16_tile(vals_ptr, meta_ptr, a_offs + k // 4, mask_a, BM, G)
+            acc = tl.dot(a, tl.trans(bt.to(tl.float16)), acc)
+        else:
+            a = _decode_tile(vals_ptr, meta_ptr, a_offs + k // 4, mask_a, vals_ptr, False)
+            acc = _mma(a, tl.trans(bt), acc, ACC_K)
+    if A_F16:
+        c = _bf16_rne(acc * 16384.0)  # undo the 2^-14 of the fp16 decode
+    else:
+        c = _bf16_rne(acc * 64.0)  # undo the 2^-6 of the e4m3 decode
+    c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
+    tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))

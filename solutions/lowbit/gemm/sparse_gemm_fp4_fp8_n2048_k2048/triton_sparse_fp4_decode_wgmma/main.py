@@ -21,7 +21,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .heuristics import DECODE16_BLOCK_A, DECODE16_BLOCK_B, DECODE_BLOCK, K_MULTIPLE, choose
 from .kernel import (decode_a_kernel, decode_f16_kernel, fp8_gemm_kernel, fp8_gemm_tma_kernel,
-                     fused_gemm_kernel, small_m_fma_kernel, small_m_mma_kernel)
+                     fused_gemm_kernel, small_m_fma_kernel, small_m_mma_kernel, stream_kernel)
 
 DEF_N = 2048
 DEF_K = 2048
@@ -202,6 +202,8 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c):
         return launch_small(a_vals, a_meta, b_fp8, c, cfg)
     if cfg.path == "mma_small":
         return launch_mma_small(a_vals, a_meta, b_fp8, c, cfg, st)
+    if cfg.path == "stream":
+        return launch_stream(a_vals, a_meta, b_fp8, c, cfg)
     return launch_gemm(a_vals, a_meta, b_fp8, c, cfg, st)
 
 
@@ -225,6 +227,16 @@ def launch_mma_small(a_vals, a_meta, b_fp8, c, cfg, st=None):
     grid = (_cdiv(n, cfg.BW), cfg.split, _cdiv(m, cfg.BT))
     _launch(small_m_mma_kernel, grid, (a_vals, a_meta, b_fp8, c, part, tick, lut, m, n, k),
             cfg.as_kwargs(), b_fp8.get_device())
+    return c
+
+
+def launch_stream(a_vals, a_meta, b_fp8, c, cfg):
+    """One-launch streaming path with an explicit StreamConfig (inputs already validated)."""
+    m = a_vals.shape[0]
+    n, k = b_fp8.shape
+    grid = (_cdiv(n, cfg.BN), _cdiv(m, cfg.BM), 1)
+    _launch(stream_kernel, grid, (a_vals, a_meta, b_fp8, c, m, n, k), cfg.as_kwargs(),
+            b_fp8.get_device())
     return c
 
 

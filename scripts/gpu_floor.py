@@ -1,0 +1,99 @@
+"""What the timing method itself costs: GPU time of a pure read of B-sized buffers.
+
+The issue's memory floors divide bytes by the 4.25 TB/s copy rate. A call that moves only a
+few MiB also pays a fixed cost (launch, the first DRAM round trip, the tail), so this script
+measures, with the project's timing method (lowbit_gemm.bench.timing: CUDA-graph replay over
+rotating input sets, L2 cold, median), a Triton kernel that reads N bytes and writes one int
+per program, for the sizes the decode-like calls must read:
+  4 MiB   sparse B (e4m3, n = k = 2048)
+  8.5 MiB grouped b_fp4 + b_scale (g = 4)
+  16 MiB  grouped B decoded to e4m3 (the two-pass path's GEMM read)
+plus a one-program kernel (the launch floor). Also prints the same read timed after a
+128 MiB memset (the FlashInfer-Bench flush, which leaves L2 full of dirty lines).
+
+Usage (H200): PYTHONUNBUFFERED=1 python3 scripts/gpu_floor.py
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from lowbit_gemm.bench.timing import time_call  # noqa: E402
+
+L2 = 60 << 20
+
+
+@triton.jit
+def read_kernel(x_ptr, out_ptr, per_prog, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    """Program p sums int32 words [p * per_prog, (p + 1) * per_prog) (per_prog % BLOCK == 0)."""
+    base = tl.program_id(0).to(tl.int64) * per_prog
+    acc = tl.zeros((BLOCK,), dtype=tl.int32)
+    for i in tl.range(0, per_prog, BLOCK, num_stages=STAGES):
+        acc += tl.load(x_ptr + base + i + tl.arange(0, BLOCK))
+    tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
+
+
+def memset_time(fn, reps=20, rounds=5):
+    flush = torch.empty(32 << 20, dtype=torch.int32, device="cuda")
+    fn()
+    torch.cuda.synchronize()
+    graphs = []
+    for with_fn in (True, False):
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+            for _ in range(reps):
+                flush.zero_()
+                if with_fn:
+                    fn()
+        torch.cuda.current_stream().wait_stream(s)
+        graphs.append(g)
+    ts = {True: [], False: []}
+    for _ in range(rounds):
+        for with_fn, g in zip((True, False), graphs):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            g.replay()
+            e1.record()
+            torch.cuda.synchronize()
+            ts[with_fn].append(e0.elapsed_time(e1))
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    return (med(ts[True]) - med(ts[False])) / reps * 1e3
+
+
+def main():
+    print(f"GPU {torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}")
+    rows = []
+    out = torch.empty(4096, dtype=torch.int32, device="cuda")
+    one = torch.ones(1024, dtype=torch.int32, device="cuda")
+    launch = lambda x, o: read_kernel[(1,)](x, o, 1024, BLOCK=1024, STAGES=1)  # noqa: E731
+    rows.append(("launch floor (1 program, 4 KiB)", 4096, time_call(launch, [one, out], L2).median_us, None))
+    for mib in (4, 8.5, 16):
+        nbytes = int(mib * (1 << 20))
+        for progs, block, stages in ((132, 1024, 4), (264, 1024, 4), (528, 512, 4), (1056, 512, 3), (264, 2048, 3)):
+            words = nbytes // 4
+            per = -(-words // progs)
+            per = -(-per // block) * block
+            x = torch.randint(0, 7, (per * progs,), dtype=torch.int32, device="cuda")
+
+            def fn(x, o, per=per, progs=progs, block=block, stages=stages):
+                read_kernel[(progs,)](x, o, per, BLOCK=block, STAGES=stages)
+            t = time_call(fn, [x, out], L2).median_us
+            tm = memset_time(lambda: fn(x, out))
+            rows.append((f"read {mib} MiB, {progs} progs x {block * 4 >> 10} KiB steps, {stages} stages",
+                         per * progs * 4, t, tm))
+            print(rows[-1], flush=True)
+    print("\nwhat | bytes | rotating-sets graph us (TB/s) | after 128 MiB memset us (TB/s)")
+    for what, nb, t, tm in rows:
+        a = f"{t:.2f} ({nb / t / 1e6:.2f})"
+        b = "-" if tm is None else f"{tm:.2f} ({nb / tm / 1e6:.2f})"
+        print(f"{what} | {nb} | {a} | {b}")
+
+
+if __name__ == "__main__":
+    main()
