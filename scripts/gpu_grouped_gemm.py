@@ -216,7 +216,39 @@ def stages_mode():
         print(f"stages {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
 
 
+def decode_mode():
+    """Round 3 (third session): the few-row calls are latency-bound at one warp per scheduler
+    (ncu, docs/kernels/grouped_gemm.md), so: decode pass block size and warps, and two
+    warpgroups on the few-row GEMM tile. Correctness on the adversarial cases first."""
+    base = dict(predec=True)
+    cfgs = {"default": None}
+    for bm, bn, w, st, dr, dw in ((64, 32, 4, 8, 32, 4), (64, 32, 4, 8, 128, 4), (64, 32, 4, 8, 128, 8),
+                                  (64, 32, 4, 8, 64, 8), (64, 32, 8, 8, 64, 4), (64, 32, 8, 4, 64, 4),
+                                  (64, 64, 8, 4, 64, 4), (64, 32, 4, 4, 64, 4)):
+        cfgs[f"p{bm}x{bn}w{w}s{st}_d{dr}w{dw}"] = C(bm, bn, False, w, st, decode_rows=dr, decode_warps=dw, **base)
+    cases = [(64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120)]
+    for vname, cfg in cfgs.items():
+        if cfg is None:
+            continue
+        for i, (max_m, masked, sc, exp) in enumerate(cases):
+            a, a_s, b, b_s, mm = make(max_m, masked, seed=i, scales=sc)
+            c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
+            variant_fn(cfg)(a, a_s, b, b_s, mm, exp, c)
+            torch.cuda.synchronize()
+            check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"{vname}/{sc}")
+    print("decode mode: all variants correct", flush=True)
+    for wname, max_m, masked, exp in [w for w in WORKLOADS if w[0] in
+                                      ("m64dec", "m64peer", "m128dec", "m4096e20", "m512full")]:
+        a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
+        c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
+        row = {v: time_call(default_fn if cfg is None else variant_fn(cfg), [a, a_s, b, b_s, mm, exp, c], L2,
+                            reps=20).median_us for v, cfg in cfgs.items()}
+        print(f"decode {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
+
+
 def main_():
+    if "--decode" in sys.argv:
+        return decode_mode()
     if "--stages" in sys.argv:
         return stages_mode()
     if "--ncu" in sys.argv:

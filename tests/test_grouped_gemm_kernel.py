@@ -22,10 +22,13 @@ SPLIT = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, m_split
 FOLD1D = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d=False)
 FOLD1DN = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, fold2d=False)
 PREDEC = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True)
+# The decode pass with narrower row blocks than n (edge rows masked) and 8 warps.
+PREDEC_D32 = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True,
+                         decode_rows=32, decode_warps=8)
 SPLITK = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_k=2)
 SPLITK_SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, split_k=3)
 CONFIGS = {"normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
-           "predec": PREDEC, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
+           "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
 def make(g, max_m, n, k, seed=0):

@@ -8,6 +8,9 @@ skipped inside the kernel, so the choice here only sizes the token tile.
 from dataclasses import dataclass
 
 
+DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
+
+
 @dataclass(frozen=True)
 class Config:
     BM: int          # token tile (rows of A)
@@ -22,6 +25,8 @@ class Config:
     maxnreg: int = 0       # register cap per thread (0: compiler's choice)
     predec: bool = False   # two passes: decode B to e4m3 first (decode_b_kernel), then the GEMM
     split_k: int = 1       # K slices per tile (fp32 partials summed by the last program)
+    decode_rows: int = DECODE_ROWS  # decode_b_kernel (predec): weight rows per program
+    decode_warps: int = 4  # decode_b_kernel: warps per program
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -55,7 +60,6 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     return Config(BM=128, BN=128, swap=False, num_warps=8, num_stages=3, predec=True)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
-DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
 
 
 def grid_split(config: Config, max_m: int, expected_m) -> int:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import torch
 import triton
 
-from .heuristics import DECODE_ROWS, ZN, ZR, Config, choose_config, grid_split
+from .heuristics import ZN, ZR, Config, choose_config, grid_split
 from .kernel import decode_b_kernel, grouped_gemm_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
@@ -172,7 +172,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
     m_split = grid_split(config, max_m, expected_m)
     # Plain integer ceil-division: triton.cdiv is a constexpr function, slow to call from Python.
     grid = (-(-n // config.BN) * m_split + -(-max_m // ZR), g, config.split_k)
-    return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // DECODE_ROWS), kb, g),
+    return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb, g),
                  dev_index)
 
 
@@ -211,7 +211,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         bq_words = torch.empty((g, n, k // 4), dtype=torch.int32, device=c.device)
         ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=c.device)
         _launch(decode_b_kernel, plan.decode_grid, (b_fp4.view(torch.int32), b_scale, bq_words, ref, n, k),
-                dict(BR=DECODE_ROWS, USE_ASM=plan.consts["USE_ASM"], num_warps=4), plan.dev_index)
+                dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], num_warps=cfg.decode_warps), plan.dev_index)
         bq = bq_words.view(torch.float8_e4m3fn)
     if cfg.split_k > 1:
         tiles = g * -(-max_m // cfg.BM) * -(-n // cfg.BN)
