@@ -273,3 +273,18 @@ def test_plan_cache_still_rejects_bad_arguments():
     with pytest.raises(ValueError, match="a_scale: expected dtype"):
         main.grouped_gemm_fp8_fp4_masked(a, a_s.double(), b, b_s, mm, torch.empty(1, 8, 32, dtype=torch.bfloat16),
                                          config=NORMAL)
+
+
+def test_correction_loop_ptx_decode_only_with_four_bytes_per_thread():
+    """The PTX decode packs 4 bytes of one thread; the correction loop's [BN, 16]-byte tile
+    has BN * 16 / (32 * warps) bytes per thread, so 64x32 with 8 warps must use the integer
+    decode there (it decoded wrong bytes on an H200), while the chosen tiles keep PTX."""
+    a, a_s, b, b_s = make(1, 16, 64, 256)
+    mm = torch.tensor([16], dtype=torch.int32)
+    c = torch.empty(1, 16, 64, dtype=torch.bfloat16)
+
+    def corr_asm(cfg):
+        return main._make_plan(a, a_s, b, b_s, mm, c, None, cfg).consts["CORR_ASM"]
+    assert not corr_asm(heur.Config(BM=64, BN=32, swap=False, num_warps=8, num_stages=4, predec=True))
+    for cfg in (heur.choose_config(64, 20, 2048), heur.choose_config(256, 200, 2048), heur.choose_config(4096, 4096, 2048)):
+        assert corr_asm(cfg), cfg

@@ -180,7 +180,8 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
                grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
                BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr,
                MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
-               PREDEC: tl.constexpr, SPLIT_K: tl.constexpr, ABLATE: tl.constexpr = 0):
+               PREDEC: tl.constexpr, SPLIT_K: tl.constexpr, ABLATE: tl.constexpr = 0,
+               CORR_ASM: tl.constexpr = True):
     """One [BM tokens x BN weight rows] tile over K slice pid_k of SPLIT_K; stores only rows
     < mm (the zero CTAs do the rest).
 
@@ -190,6 +191,7 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     here, so the K loop is a plain pipelined FP8 GEMM with one fp32 promotion per block.
     SPLIT_K > 1: the fp32 partial goes to part_ptr; the last of the tile's SPLIT_K programs
     (ticket in tick_ptr) sums the partials in slice order, stores c and resets the ticket.
+    CORR_ASM: the correction loop may use the PTX decode (see grouped_gemm_kernel).
     """
     KB = K // 128
     KH = K // 2
@@ -283,7 +285,8 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
                                 mask=m_valid[:, None], other=0.0)
                     s_j = tl.load(bs_rows + (kb * 4 + j), mask=n_valid, other=0.0)
                     s_j = tl.where(row_ok, 0.0, s_j)
-                    braw = _decode_block(b_rows, n_valid, KH, kb * 64 + j * 16, 0, BN, 1, USE_ASM)
+                    braw = _decode_block(b_rows, n_valid, KH, kb * 64 + j * 16, 0, BN, 1,
+                                         USE_ASM and CORR_ASM)
                     if SWAP:
                         acc += tl.dot(braw, tl.trans(a)) * (s_j[:, None] * a_s[None, :])
                     else:
@@ -330,6 +333,7 @@ def grouped_gemm_kernel(
     BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, ZR: tl.constexpr, ZN: tl.constexpr,
     MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
     PREDEC: tl.constexpr = False, SPLIT_K: tl.constexpr = 1, ABLATE: tl.constexpr = 0,
+    CORR_ASM: tl.constexpr = True,
 ):
     """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g, SPLIT_K).
 
@@ -340,6 +344,11 @@ def grouped_gemm_kernel(
     pid_m = split, split + M_SPLIT, ... while pid_m * BM < clamp(masked_m[g]); masked_m is read
     here, so nothing on the host depends on it. Zero programs each own ZR rows of c[g] and write
     zeros to those at or past clamp(masked_m[g]) (rows before it are the GEMM's).
+
+    CORR_ASM (host-chosen): the PTX decode packs four bytes of one thread per call, so it needs
+    at least 4 contiguous bytes per thread; the correction loop's [BN, 16]-byte tile gives
+    BN * 16 / (32 * num_warps), which is 2 for BN = 16 with 4 warps or BN = 32 with 8, and
+    then decoded the wrong bytes (H200, 2026-11-30). Such tiles take the integer decode there.
     """
     pid = tl.program_id(0)
     grp = tl.program_id(1)
@@ -356,7 +365,7 @@ def grouped_gemm_kernel(
         for pid_m in range(split, num_m_used, M_SPLIT):
             _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
                        grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
-                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE)
+                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE, CORR_ASM)
     elif pid_k == 0:
         r0 = (pid - n_gemm) * ZR
         if r0 + ZR > mm:

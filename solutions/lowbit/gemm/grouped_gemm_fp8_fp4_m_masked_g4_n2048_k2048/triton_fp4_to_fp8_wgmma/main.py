@@ -154,7 +154,8 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
     if config is None:
         config = choose_config(max_m, expected_m, n, _capability(dev))
     if config.BN < 32 or config.BM < 16:
-        # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3); not chosen.
+        # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
+        # decode with < 4 bytes per thread (now CORR_ASM off there), not re-measured since.
         raise ValueError(f"config: tiles below BN=32 / BM=16 are not supported, got {config}")
     kb = k // 128
     if config.split_k < 1 or kb % config.split_k:
@@ -167,6 +168,8 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
     # Inline PTX needs an NVIDIA GPU; the interpreter and other backends take the Triton path.
     consts["USE_ASM"] = bool(consts["USE_ASM"]) and not _INTERPRET and dev.type == "cuda" \
         and torch.version.hip is None
+    # The correction loop's PTX decode needs >= 4 contiguous bytes per thread (kernel doc).
+    consts["CORR_ASM"] = config.BN * 16 >= 4 * 32 * config.num_warps
     dev_index = (dev.index if dev.index is not None else torch.cuda.current_device()) \
         if dev.type == "cuda" else -1
     m_split = grid_split(config, max_m, expected_m)

@@ -21,7 +21,10 @@ SMALL_M_MAX = 1
 # Rows up to which the one-launch tensor-core kernel (small_m_mma_kernel) is used: measured
 # (round 2) 8.9 us GPU at m = 16 against 7.9 for decode + GEMM, but one launch instead of
 # two; at m = 64 it took 18.3 us against 9.1 and at 256 24.9 against 10.3, so above 16 rows
-# the two-launch path stays.
+# the two-launch path stays. Run 9 (third session): with two 128-wide K steps per program and
+# a 2-stage pipeline instead of one 256-wide step (which spilled: 255 registers) it takes
+# 9.4-9.7 us at m = 2..16 against 10.9-11.4, while at m = 32 and 64 the two-launch path is
+# still faster (10.8-10.9 against 12.3-15.0).
 MMA_SMALL_M_MAX = 16
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
@@ -197,7 +200,7 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
 
 
 def mma_small_config(m: int, n: int, k: int, capability=(9, 0), bw: int = 64, split: int = 8,
-                     bk_cap: int = 256, bt_cap: int = 64, num_warps: int = 4, num_stages: int = 1,
+                     bk_cap: int = 128, bt_cap: int = 64, num_warps: int = 4, num_stages: int = 2,
                      lut: bool = False) -> MmaSmallConfig:
     """Tokens on the MMA's N side (16..bt_cap), bw weight rows per program, K split so that
     N / bw * split programs stream B (4 MiB at n = k = 2048) at once."""
