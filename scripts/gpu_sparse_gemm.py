@@ -118,13 +118,21 @@ def ST(bm, bn, bk, st=4, w=4, f16=True):
 
 def sweep_variants(m):
     """Round 4 sweep (rounds 1-3's sets are in git history). Run 8 showed every few-row
-    kernel latency-bound at one warp per scheduler, and the split-K kernel at BK 256 (one K
-    step per program) spilling (255 registers): here split-K with 64-128 wide K steps and a
-    2-4 stage pipeline, against the path chosen now."""
+    kernel latency-bound at one warp per scheduler, with 64-256 CTAs: run 9 tried split-K
+    with 64-128 wide K steps (kept: 64 x 8-way x 128, 2 stages, for m <= 16); run 10 gives
+    the two-launch e4m3-A path (decode A, then the GEMM widening both operands to fp16)
+    narrower weight tiles, i.e. more CTAs, for m = 17..256."""
     v = {"chosen_now": H.choose(m, N, K, (9, 0))}
-    for bw, split, bk, w, st in ((64, 8, 64, 4, 4), (64, 8, 128, 4, 2), (64, 4, 128, 4, 4), (64, 4, 64, 4, 4),
-                                 (64, 16, 64, 4, 2), (128, 8, 64, 4, 4), (128, 8, 64, 8, 4), (64, 2, 128, 4, 4)):
-        v[f"mma{bw}_s{split}_bk{bk}_w{w}_st{st}"] = S(m, bw, split, bk, w=w, st=st)
+    tiles = [(64, 16, 128, 4), (64, 16, 256, 3), (64, 32, 128, 4), (64, 16, 128, 6), (64, 32, 256, 4)]
+    if m <= 32:
+        tiles += [(32, 16, 128, 4), (32, 32, 128, 4)]
+    if m <= 16:
+        tiles += [(16, 16, 128, 4)]
+    for bm, bn, bk, st in tiles:
+        v[f"e4m3A_{bm}x{bn}x{bk}_s{st}"] = G(bm, bn, bk, 4, st, acc_k=H.ACC_F16)
+    if m <= 64:
+        v["mma64_s16_bk64_w4_st2"] = S(m, 64, 16, 64, w=4, st=2)
+        v["mma64_s8_bk128_w8_st2"] = S(m, 64, 8, 128, w=8, st=2)
     return v
 
 
