@@ -119,20 +119,15 @@ def ST(bm, bn, bk, st=4, w=4, f16=True):
 def sweep_variants(m):
     """Round 4 sweep (rounds 1-3's sets are in git history). Run 8 showed every few-row
     kernel latency-bound at one warp per scheduler, with 64-256 CTAs: run 9 tried split-K
-    with 64-128 wide K steps (kept: 64 x 8-way x 128, 2 stages, for m <= 16); run 10 gives
-    the two-launch e4m3-A path (decode A, then the GEMM widening both operands to fp16)
-    narrower weight tiles, i.e. more CTAs, for m = 17..256."""
+    with 64-128 wide K steps; run 10 gave the two-launch e4m3-A path (decode A, then the
+    GEMM widening both operands to fp16) narrower weight tiles, i.e. more CTAs, and won at
+    m = 16..128; run 11 checks the resulting heuristic's tiles at the m in between."""
     v = {"chosen_now": H.choose(m, N, K, (9, 0))}
-    tiles = [(64, 16, 128, 4), (64, 16, 256, 3), (64, 32, 128, 4), (64, 16, 128, 6), (64, 32, 256, 4)]
-    if m <= 32:
-        tiles += [(32, 16, 128, 4), (32, 32, 128, 4)]
-    if m <= 16:
-        tiles += [(16, 16, 128, 4)]
+    tiles = [(16, 16, 128, 4), (16, 16, 256, 3), (32, 16, 128, 4), (32, 16, 256, 3), (64, 16, 256, 3),
+             (32, 32, 128, 4), (32, 32, 256, 3), (64, 32, 256, 4)]
     for bm, bn, bk, st in tiles:
-        v[f"e4m3A_{bm}x{bn}x{bk}_s{st}"] = G(bm, bn, bk, 4, st, acc_k=H.ACC_F16)
-    if m <= 64:
-        v["mma64_s16_bk64_w4_st2"] = S(m, 64, 16, 64, w=4, st=2)
-        v["mma64_s8_bk128_w8_st2"] = S(m, 64, 8, 128, w=8, st=2)
+        if bm < 2 * m or bm >= 32:
+            v[f"e4m3A_{bm}x{bn}x{bk}_s{st}"] = G(bm, bn, bk, 4, st, acc_k=H.ACC_F16)
     return v
 
 

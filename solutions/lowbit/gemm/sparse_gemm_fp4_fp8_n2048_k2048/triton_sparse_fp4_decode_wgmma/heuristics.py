@@ -3,12 +3,13 @@
 Paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbers):
 - one row: one fused launch that decodes A on the fly and multiplies on the FP32 units,
   each program loading 8 rows of B whole (the problem is a read of B);
-- 2..16 rows: one split-K tensor-core launch (small_m_mma_kernel);
-- 17..64 rows (and every m off Hopper): decode A once into a dense e4m3 workspace (one int32
+- 2..128 rows (and every m off Hopper): decode A once into a dense e4m3 workspace (one int32
   word per 2:4 group), then a dense tensor-core GEMM (on Hopper both operands widened to
-  fp16 in registers, fp32 accumulation);
-- from 65 rows on Hopper: one launch decodes A and B to dense fp16 workspaces, then a plain
+  fp16 in registers, fp32 accumulation), with narrow tiles so that 128+ CTAs run;
+- from 129 rows on Hopper: one launch decodes A and B to dense fp16 workspaces, then a plain
   pipelined fp16 GEMM (loads feed the dot directly).
+The one-launch split-K kernel (small_m_mma_kernel) and the no-split streaming kernel
+(stream_kernel) stay selectable for experiments; both measured slower (runs 8-10).
 Decoding inside the GEMM ("fused" path, kept for experiments) repeats the decode for every
 column tile, and measured 1.8x slower at m = 16; its 64- and 128-row tiles do not compile
 with Triton 3.6.
@@ -25,7 +26,12 @@ SMALL_M_MAX = 1
 # a 2-stage pipeline instead of one 256-wide step (which spilled: 255 registers) it takes
 # 9.4-9.7 us at m = 2..16 against 10.9-11.4, while at m = 32 and 64 the two-launch path is
 # still faster (10.8-10.9 against 12.3-15.0).
-MMA_SMALL_M_MAX = 16
+# Run 10: the two-launch path with 16-wide weight tiles beat it at m = 16 (8.13 against 9.76
+# us), so it is no longer chosen (0); it stays selectable through MmaSmallConfig.
+MMA_SMALL_M_MAX = 0
+# On Hopper, rows from which A and B go through fp16 workspaces (run 10: at 128 rows the
+# e4m3-A path with 64x32 tiles took 11.11 us against 12.74).
+F16_FROM_M = 129
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
 DECODE_BLOCK = 512
@@ -163,8 +169,8 @@ def small_config(m: int, n: int, k: int) -> SmallConfig:
 
 
 def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
-    """Tiles measured on the H200 (run 7 in docs/kernels/sparse_gemm.md, graph us at
-    n = k = 2048). On Hopper (exact fp16 MMA) from 65 rows both operands go through fp16
+    """Tiles measured on the H200 (runs 7 and 10 in docs/kernels/sparse_gemm.md, graph us at
+    n = k = 2048). On Hopper (exact fp16 MMA) from F16_FROM_M rows both operands go through fp16
     workspaces (f16 = True) and the GEMM is a plain pipelined fp16 GEMM: 256: 13.6 us (run
     6's path 16.2), 512: 16.9 (23.8), 1024: 22.2 (34.4), 2048: 39.0 (64.0), 4096: 72.2
     (106.9), 8192: 138.1 (208.3). At 64 rows run 6's path (e4m3 A, both operands widened in
@@ -172,7 +178,7 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     (TMA) GEMM was 2-3% faster on the GPU at 4096-8192 rows (70.6 / 134.1 us, 128x256x64)
     but builds three TensorDescriptors per call on the host, so pointers are used.
     Elsewhere: dense e4m3 A and the FP8 MMA (untested off Hopper)."""
-    if capability[0] == 9 and m > 64:
+    if capability[0] == 9 and m > F16_FROM_M - 1:
         if m <= 256:
             cfg = GemmConfig(BM=64, BN=64, BK=64, num_warps=4, num_stages=4)
         elif m <= 512:
@@ -183,9 +189,16 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
             cfg = GemmConfig(BM=256, BN=128, BK=64, num_warps=8, num_stages=3)
         return GemmConfig(cfg.BM, cfg.BN, tile_k(k, cfg.BK), cfg.num_warps, cfg.num_stages,
                           cfg.group_m, ACC_F16, "ptr", False, True)
+    # Few rows: the GEMM is latency-bound with one warp per scheduler (ncu, run 8), so the
+    # token tile follows m and the weight tile is 16 wide: 128+ CTAs (run 10: m = 16 8.13 us,
+    # 32 8.36, 64 9.87, 128 11.11 with 64x32, against 9.76 / 10.79 / 10.95 / 12.74 before).
     if m <= 16:
-        cfg = GemmConfig(BM=16, BN=32, BK=256, num_warps=4, num_stages=4)
-    elif m <= 256:  # on Hopper up to 64 rows
+        cfg = GemmConfig(BM=16, BN=16, BK=128, num_warps=4, num_stages=4)
+    elif m <= 32:
+        cfg = GemmConfig(BM=32, BN=16, BK=128, num_warps=4, num_stages=4)
+    elif m <= 64:
+        cfg = GemmConfig(BM=64, BN=16, BK=256, num_warps=4, num_stages=3)
+    elif m <= 256:  # on Hopper up to 128 rows
         cfg = GemmConfig(BM=64, BN=32, BK=256, num_warps=4, num_stages=4)
     elif m <= 2048:
         cfg = GemmConfig(BM=64, BN=128, BK=128, num_warps=4, num_stages=4)
