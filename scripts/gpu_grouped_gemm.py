@@ -217,14 +217,15 @@ def stages_mode():
 
 
 def decode_mode():
-    """Round 3 (third session): the few-row calls are latency-bound at one warp per scheduler
-    (ncu, docs/kernels/grouped_gemm.md), so: decode pass block size and warps, and two
-    warpgroups on the few-row GEMM tile. Correctness on the adversarial cases first."""
+    """Third session: the few-row calls are latency-bound at one warp per scheduler (ncu,
+    docs/kernels/grouped_gemm.md), so variants that put more warps or CTAs on them.
+    Correctness on the adversarial cases first."""
     base = dict(predec=True)
     cfgs = {"default": None}
-    for bm, bn, w, st, dr, dw in ((64, 32, 4, 8, 32, 4), (64, 32, 4, 8, 128, 4), (64, 32, 4, 8, 128, 8),
-                                  (64, 32, 4, 8, 64, 8), (64, 32, 8, 8, 64, 4), (64, 32, 8, 4, 64, 4),
-                                  (64, 64, 8, 4, 64, 4), (64, 32, 4, 4, 64, 4)):
+    # Run 9 swept the decode pass (32/64/128 rows, 4/8 warps) and 8-warp GEMM tiles (in git
+    # history); run 12: token tiles sized to the few rows (16/32), as won for the sparse GEMM.
+    for bm, bn, w, st, dr, dw in ((32, 32, 4, 8, 64, 4), (16, 32, 4, 8, 64, 4), (32, 32, 4, 4, 64, 4),
+                                  (32, 64, 4, 4, 64, 4), (16, 64, 4, 4, 64, 4), (32, 32, 4, 6, 32, 4)):
         cfgs[f"p{bm}x{bn}w{w}s{st}_d{dr}w{dw}"] = C(bm, bn, False, w, st, decode_rows=dr, decode_warps=dw, **base)
     cases = [(64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120)]
     for vname, cfg in cfgs.items():

@@ -29,8 +29,8 @@ SMALL_M_MAX = 1
 # Run 10: the two-launch path with 16-wide weight tiles beat it at m = 16 (8.13 against 9.76
 # us), so it is no longer chosen (0); it stays selectable through MmaSmallConfig.
 MMA_SMALL_M_MAX = 0
-# On Hopper, rows from which A and B go through fp16 workspaces (run 10: at 128 rows the
-# e4m3-A path with 64x32 tiles took 11.11 us against 12.74).
+# On Hopper, rows from which A and B go through fp16 workspaces (runs 10-11: at 128 rows the
+# e4m3-A path took 9.49 us with 32x32 tiles against 12.74 through fp16).
 F16_FROM_M = 129
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
@@ -189,16 +189,13 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
             cfg = GemmConfig(BM=256, BN=128, BK=64, num_warps=8, num_stages=3)
         return GemmConfig(cfg.BM, cfg.BN, tile_k(k, cfg.BK), cfg.num_warps, cfg.num_stages,
                           cfg.group_m, ACC_F16, "ptr", False, True)
-    # Few rows: the GEMM is latency-bound with one warp per scheduler (ncu, run 8), so the
-    # token tile follows m and the weight tile is 16 wide: 128+ CTAs (run 10: m = 16 8.13 us,
-    # 32 8.36, 64 9.87, 128 11.11 with 64x32, against 9.76 / 10.79 / 10.95 / 12.74 before).
-    if m <= 16:
-        cfg = GemmConfig(BM=16, BN=16, BK=128, num_warps=4, num_stages=4)
-    elif m <= 32:
-        cfg = GemmConfig(BM=32, BN=16, BK=128, num_warps=4, num_stages=4)
-    elif m <= 64:
-        cfg = GemmConfig(BM=64, BN=16, BK=256, num_warps=4, num_stages=3)
-    elif m <= 256:  # on Hopper up to 128 rows
+    # Few rows: the GEMM is latency-bound with one warp per scheduler (ncu, run 8), so narrow
+    # tiles that give 128+ CTAs win (runs 10-11, graph us: 32x32x256 with 3 stages 8.40 at
+    # m = 2, 8.02 at 7, 8.43 at 48, 8.46 at 64, 9.37 at 96, 9.49 at 128, within 0.5 us of
+    # the best tile at each m; 64x32x256 took 10.5-11.1).
+    if m <= 128:
+        cfg = GemmConfig(BM=32, BN=32, BK=256, num_warps=4, num_stages=3)
+    elif m <= 256:
         cfg = GemmConfig(BM=64, BN=32, BK=256, num_warps=4, num_stages=4)
     elif m <= 2048:
         cfg = GemmConfig(BM=64, BN=128, BK=128, num_warps=4, num_stages=4)
