@@ -228,16 +228,20 @@ def decode_mode():
                                   (32, 64, 4, 4, 64, 4), (16, 64, 4, 4, 64, 4), (32, 32, 4, 6, 32, 4)):
         cfgs[f"p{bm}x{bn}w{w}s{st}_d{dr}w{dw}"] = C(bm, bn, False, w, st, decode_rows=dr, decode_warps=dw, **base)
     cases = [(64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120)]
-    for vname, cfg in cfgs.items():
+    for vname, cfg in list(cfgs.items()):
         if cfg is None:
             continue
-        for i, (max_m, masked, sc, exp) in enumerate(cases):
-            a, a_s, b, b_s, mm = make(max_m, masked, seed=i, scales=sc)
-            c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
-            variant_fn(cfg)(a, a_s, b, b_s, mm, exp, c)
-            torch.cuda.synchronize()
-            check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"{vname}/{sc}")
-    print("decode mode: all variants correct", flush=True)
+        try:
+            for i, (max_m, masked, sc, exp) in enumerate(cases):
+                a, a_s, b, b_s, mm = make(max_m, masked, seed=i, scales=sc)
+                c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
+                variant_fn(cfg)(a, a_s, b, b_s, mm, exp, c)
+                torch.cuda.synchronize()
+                check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"{vname}/{sc}")
+        except Exception as exc:  # a failing variant is reported and not timed
+            print(f"decode mode: {vname} FAILED: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+            del cfgs[vname]
+    print(f"decode mode: correct: {', '.join(cfgs)}", flush=True)
     for wname, max_m, masked, exp in [w for w in WORKLOADS if w[0] in
                                       ("m64dec", "m64peer", "m128dec", "m4096e20", "m512full")]:
         a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
