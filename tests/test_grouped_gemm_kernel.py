@@ -288,3 +288,12 @@ def test_correction_loop_ptx_decode_only_with_four_bytes_per_thread():
     assert not corr_asm(heur.Config(BM=64, BN=32, swap=False, num_warps=8, num_stages=4, predec=True))
     for cfg in (heur.choose_config(64, 20, 2048), heur.choose_config(256, 200, 2048), heur.choose_config(4096, 4096, 2048)):
         assert corr_asm(cfg), cfg
+
+
+def test_decode_pass_config_is_checked():
+    a, a_s, b, b_s = make(1, 16, 64, 256)
+    mm = torch.tensor([16], dtype=torch.int32)
+    c = torch.empty(1, 16, 64, dtype=torch.bfloat16)
+    bad = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, decode_rows=48)
+    with pytest.raises(ValueError, match="decode_rows"):
+        main._make_plan(a, a_s, b, b_s, mm, c, None, bad)

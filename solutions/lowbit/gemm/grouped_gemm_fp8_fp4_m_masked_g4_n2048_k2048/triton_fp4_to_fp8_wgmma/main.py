@@ -157,6 +157,9 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
         # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
         # decode with < 4 bytes per thread (now CORR_ASM off there), not re-measured since.
         raise ValueError(f"config: tiles below BN=32 / BM=16 are not supported, got {config}")
+    dr = config.decode_rows
+    if config.predec and (dr < 1 or dr & (dr - 1) or config.decode_warps < 1):
+        raise ValueError(f"config: decode_rows must be a power of two and decode_warps >= 1, got {config}")
     kb = k // 128
     if config.split_k < 1 or kb % config.split_k:
         raise ValueError(f"config: split_k must divide k / 128 = {kb}, got {config.split_k}")
