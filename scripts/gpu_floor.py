@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from lowbit_gemm.bench.timing import time_call  # noqa: E402
+from lowbit_gemm.bench.timing import time_after_memset, time_call  # noqa: E402
 
 L2 = 60 << 20
 
@@ -35,35 +35,6 @@ def read_kernel(x_ptr, out_ptr, per_prog, BLOCK: tl.constexpr, STAGES: tl.conste
     for i in tl.range(0, per_prog, BLOCK, num_stages=STAGES):
         acc += tl.load(x_ptr + base + i + tl.arange(0, BLOCK))
     tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
-
-
-def memset_time(fn, reps=20, rounds=5):
-    flush = torch.empty(32 << 20, dtype=torch.int32, device="cuda")
-    fn()
-    torch.cuda.synchronize()
-    graphs = []
-    for with_fn in (True, False):
-        g = torch.cuda.CUDAGraph()
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
-            for _ in range(reps):
-                flush.zero_()
-                if with_fn:
-                    fn()
-        torch.cuda.current_stream().wait_stream(s)
-        graphs.append(g)
-    ts = {True: [], False: []}
-    for _ in range(rounds):
-        for with_fn, g in zip((True, False), graphs):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            g.replay()
-            e1.record()
-            torch.cuda.synchronize()
-            ts[with_fn].append(e0.elapsed_time(e1))
-    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    return (med(ts[True]) - med(ts[False])) / reps * 1e3
 
 
 def main():
@@ -84,7 +55,7 @@ def main():
             def fn(x, o, per=per, progs=progs, block=block, stages=stages):
                 read_kernel[(progs,)](x, o, per, BLOCK=block, STAGES=stages)
             t = time_call(fn, [x, out], L2).median_us
-            tm = memset_time(lambda: fn(x, out))
+            tm = time_after_memset(lambda: fn(x, out))
             rows.append((f"read {mib} MiB, {progs} progs x {block * 4 >> 10} KiB steps, {stages} stages",
                          per * progs * 4, t, tm))
             print(rows[-1], flush=True)

@@ -193,27 +193,41 @@ def gemm_only_mode():
         print(f"gemm-only {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
 
 
+# The few-row sweep modes' correctness cases: (max_m, masked_m, scales, expected_m hint).
+FEW_ROW_CASES = [(64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120)]
+
+
+def check_few_row_cases(vname, cfg):
+    """Raise (AssertionError naming the variant) unless cfg matches the float64 oracle on
+    FEW_ROW_CASES, NaN-poisoned c."""
+    for i, (max_m, masked, sc, exp) in enumerate(FEW_ROW_CASES):
+        a, a_s, b, b_s, mm = make(max_m, masked, seed=i, scales=sc)
+        c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
+        variant_fn(cfg)(a, a_s, b, b_s, mm, exp, c)
+        torch.cuda.synchronize()
+        check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"{vname}/{sc}")
+
+
+def time_variants(label, cfgs, workload_names):
+    """Whole-call GPU us of each variant (None: run() with the heuristic) on the named
+    WORKLOADS, one printed line per workload."""
+    for wname, max_m, masked, exp in [w for w in WORKLOADS if w[0] in workload_names]:
+        a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
+        c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
+        row = {v: time_call(default_fn if cfg is None else variant_fn(cfg), [a, a_s, b, b_s, mm, exp, c], L2,
+                            reps=20).median_us for v, cfg in cfgs.items()}
+        print(f"{label} {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
+
+
 def stages_mode():
     """Run 8: deeper cp.async pipelines for the few-row regime (more bytes in flight per CTA):
     correctness on the adversarial cases, then the whole call on the rows < 512 workloads."""
     cfgs = {f"p64x{bn}w4s{st}": C(64, bn, False, 4, st, predec=True)
             for bn, st in ((64, 4), (64, 6), (64, 8), (32, 6), (32, 8), (128, 6))}
-    cases = [(64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120)]
     for vname, cfg in cfgs.items():
-        for i, (max_m, masked, sc, exp) in enumerate(cases):
-            a, a_s, b, b_s, mm = make(max_m, masked, seed=i, scales=sc)
-            c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
-            variant_fn(cfg)(a, a_s, b, b_s, mm, exp, c)
-            torch.cuda.synchronize()
-            check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"{vname}/{sc}")
+        check_few_row_cases(vname, cfg)
     print("stages: all variants correct", flush=True)
-    for wname, max_m, masked, exp in [w for w in WORKLOADS if w[0] in
-                                      ("m512mix", "m64dec", "m64peer", "m128dec", "m128peer", "m4096e20", "m4096e192")]:
-        a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
-        c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
-        row = {v: time_call(variant_fn(cfg), [a, a_s, b, b_s, mm, exp, c], L2, reps=20).median_us
-               for v, cfg in cfgs.items()}
-        print(f"stages {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
+    time_variants("stages", cfgs, ("m512mix", "m64dec", "m64peer", "m128dec", "m128peer", "m4096e20", "m4096e192"))
 
 
 def decode_mode():
@@ -227,28 +241,16 @@ def decode_mode():
     for bm, bn, w, st, dr, dw in ((32, 32, 4, 8, 64, 4), (16, 32, 4, 8, 64, 4), (32, 32, 4, 4, 64, 4),
                                   (32, 64, 4, 4, 64, 4), (16, 64, 4, 4, 64, 4), (32, 32, 4, 6, 32, 4)):
         cfgs[f"p{bm}x{bn}w{w}s{st}_d{dr}w{dw}"] = C(bm, bn, False, w, st, decode_rows=dr, decode_warps=dw, **base)
-    cases = [(64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120)]
     for vname, cfg in list(cfgs.items()):
         if cfg is None:
             continue
         try:
-            for i, (max_m, masked, sc, exp) in enumerate(cases):
-                a, a_s, b, b_s, mm = make(max_m, masked, seed=i, scales=sc)
-                c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
-                variant_fn(cfg)(a, a_s, b, b_s, mm, exp, c)
-                torch.cuda.synchronize()
-                check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"{vname}/{sc}")
+            check_few_row_cases(vname, cfg)
         except Exception as exc:  # a failing variant is reported and not timed
             print(f"decode mode: {vname} FAILED: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
             del cfgs[vname]
     print(f"decode mode: correct: {', '.join(cfgs)}", flush=True)
-    for wname, max_m, masked, exp in [w for w in WORKLOADS if w[0] in
-                                      ("m64dec", "m64peer", "m128dec", "m4096e20", "m512full")]:
-        a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
-        c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
-        row = {v: time_call(default_fn if cfg is None else variant_fn(cfg), [a, a_s, b, b_s, mm, exp, c], L2,
-                            reps=20).median_us for v, cfg in cfgs.items()}
-        print(f"decode {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
+    time_variants("decode", cfgs, ("m64dec", "m64peer", "m128dec", "m4096e20", "m512full"))
 
 
 def main_():

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "solutions/lowbit/gemm/sparse_gemm_fp4_fp8_n2048_k
 from triton_sparse_fp4_decode_wgmma import heuristics as H  # noqa: E402
 from triton_sparse_fp4_decode_wgmma import main as sol  # noqa: E402
 sys.path.insert(0, str(ROOT / "src"))
-from lowbit_gemm.bench.timing import time_call  # noqa: E402
+from lowbit_gemm.bench.timing import time_after_memset, time_call  # noqa: E402
 from lowbit_gemm.oracle import sparse_gemm_oracle  # noqa: E402
 
 N = K = 2048
@@ -146,7 +146,6 @@ def launcher(cfg):
 VALIDATE_M = (0, 1, 2, 3, 7, 16, 17, 64, 100, 256, 1000, 1024, 2048, 4096, 8192)
 TIME_M = (1, 2, 16, 64, 256, 1024, 2048, 4096, 8192)
 SWEEP_M = tuple(int(x) for x in os.environ.get("SWEEP_M", "2,16,32,64,128,256").split(","))
-FLUSH = None
 HARNESS_CACHE = None
 
 
@@ -182,37 +181,10 @@ def host_us(fn, iters=200):
     return dt / iters * 1e6
 
 
-def bench_graph(fn, reps=20, rounds=5):
-    """GPU time per call from CUDA-graph replay: a graph of reps x (L2 flush, fn) minus a graph
-    of reps flushes, so launch gaps and host overhead drop out and L2 stays cold."""
-    global FLUSH
-    if FLUSH is None:
-        FLUSH = torch.empty(32 * 2**20, dtype=torch.int32, device=DEV)  # 128 MiB > 60 MB L2
-    fn()
-    torch.cuda.synchronize()
-    graphs = []
-    for with_fn in (True, False):
-        g = torch.cuda.CUDAGraph()
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
-            for _ in range(reps):
-                FLUSH.zero_()
-                if with_fn:
-                    fn()
-        torch.cuda.current_stream().wait_stream(s)
-        graphs.append(g)
-    times = {True: [], False: []}
-    for _ in range(rounds):
-        for with_fn, g in zip((True, False), graphs):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            g.replay()
-            e1.record()
-            torch.cuda.synchronize()
-            times[with_fn].append(e0.elapsed_time(e1))
-    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    return (med(times[True]) - med(times[False])) / reps * 1e3  # us
+def bench_graph(fn):
+    """GPU time per call after a 128 MiB memset, the flush FlashInfer-Bench uses (launch gaps
+    and host overhead drop out; see lowbit_gemm.bench.timing.time_after_memset)."""
+    return time_after_memset(fn)
 
 
 def try_variant(name, fn, m, a_vals, a_meta, b, ref, res):

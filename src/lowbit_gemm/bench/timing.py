@@ -123,3 +123,37 @@ def time_call(fn: Callable[..., Any], args: List[Any], l2_bytes: int, reps: int 
         torch.cuda.synchronize()
         reason = f"graph capture failed: {type(e).__name__}"
         return _event_time(fn, sets, max(3, reps // 5), reason)
+
+
+def time_after_memset(fn: Callable[[], Any], flush_bytes: int = 128 << 20, reps: int = 20,
+                      rounds: int = 5) -> float:
+    """GPU us per call of fn() the way FlashInfer-Bench flushes: one CUDA graph of reps x
+    (memset of flush_bytes, fn) minus a graph of reps memsets (median of rounds each), so
+    launch gaps and host time drop out; L2 starts each call full of the memset's dirty lines."""
+    import torch
+
+    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    fn()
+    torch.cuda.synchronize()
+    graphs = []
+    for with_fn in (True, False):
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+            for _ in range(reps):
+                flush.zero_()
+                if with_fn:
+                    fn()
+        torch.cuda.current_stream().wait_stream(s)
+        graphs.append(g)
+    times = {True: [], False: []}
+    for _ in range(rounds):
+        for with_fn, g in zip((True, False), graphs):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            g.replay()
+            e1.record()
+            torch.cuda.synchronize()
+            times[with_fn].append(e0.elapsed_time(e1))
+    return (statistics.median(times[True]) - statistics.median(times[False])) / reps * 1e3
