@@ -11,6 +11,8 @@ Diagnostics (docs/kernels/grouped_gemm.md, runs 4-8):
   --ncu V1 V2 ...  one launch per named variant on two workloads, for ncu to profile
   --gemm-only      the GEMM pass alone on pre-decoded B, per tile and split-K (run 7)
   --stages         pipeline depth 4/6/8 on the few-row workloads (run 8)
+  --tiles          fourth session: pass 2 as one output tile per program (pointer or TMA
+                   loads, tile sweep), with cuBLAS FP8 ceilings for the same FLOPs
 """
 
 import os
@@ -253,7 +255,64 @@ def decode_mode():
     time_variants("decode", cfgs, ("m64dec", "m64peer", "m128dec", "m4096e20", "m512full"))
 
 
+def cublas_ceilings():
+    """cuBLAS FP8 (torch._scaled_mm, row-wise scales, bf16 out) on the FLOPs of the many-row
+    workloads: one dense [4 * rows, K] x [K, N] product (B read once, a lower bound for any
+    grouped kernel that reads 4 different B) and 4 products of [rows, K] x [K, N], graph-timed."""
+    from lowbit_gemm.bench.timing import time_after_memset
+    for rows in (512, 2048):
+        a8 = torch.randn(G * rows, K, device=dev).to(torch.float8_e4m3fn)
+        b8 = torch.randn(G, N, K, device=dev).to(torch.float8_e4m3fn)
+        sa = torch.rand(G * rows, 1, device=dev) + 0.5
+        sb = torch.rand(1, N, device=dev) + 0.5
+        one = time_after_memset(lambda: torch._scaled_mm(a8, b8[0].T, scale_a=sa, scale_b=sb,
+                                                         out_dtype=torch.bfloat16))
+        four = time_after_memset(lambda: [torch._scaled_mm(a8[i * rows:(i + 1) * rows], b8[i].T,
+                                                           scale_a=sa[i * rows:(i + 1) * rows], scale_b=sb,
+                                                           out_dtype=torch.bfloat16) for i in range(G)])
+        tf = 2 * G * rows * N * K / 1e6
+        print(f"cublas fp8 rows/group={rows}: one [{G * rows}x{K}]x[{K}x{N}] {one:.1f} us ({tf / one:.0f} TFLOP/s), "
+              f"4 x [{rows}x{K}]x[{K}x{N}] {four:.1f} us ({tf / four:.0f} TFLOP/s)", flush=True)
+
+
+def tiles_mode():
+    """Fourth session: pass 2 as grouped_tile_gemm_kernel (one output tile per program, zeros
+    included, token tiles fastest), pointer or TMA loads, against the heuristic's choice.
+    PLAIN variants skip the scales (timing only, not checked). Correctness first, on the
+    few-row cases and on max_m 512 full."""
+    cublas_ceilings()
+    cfgs = {"default": None}
+    for bm, bn, w, st in ((128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3), (256, 128, 8, 3),
+                          (64, 128, 4, 4), (128, 64, 4, 4), (64, 256, 4, 3), (128, 128, 4, 3)):
+        for tma in (False, True):
+            cfgs[f"t{'tma' if tma else 'ptr'}{bm}x{bn}w{w}s{st}"] = C(bm, bn, False, w, st, predec=True,
+                                                                     tiles=True, tma=tma)
+    plain = {f"plain_{k}": C(v.BM, v.BN, False, v.num_warps, v.num_stages, predec=True, tiles=True,
+                            tma=v.tma, ablate=1)
+             for k, v in cfgs.items() if k in ("tptr128x128w8s3", "ttma128x128w8s3", "ttma128x256w8s3")}
+    cfgs["x_decode_pass"] = "decode"
+    for vname, cfg in list(cfgs.items()):
+        if cfg is None or cfg == "decode":
+            continue
+        try:
+            check_few_row_cases(vname, cfg)
+            a, a_s, b, b_s, mm = make(512, [512, 511, 0, 300], seed=11)
+            c = torch.full((G, 512, N), float("nan"), dtype=torch.bfloat16, device=dev)
+            variant_fn(cfg)(a, a_s, b, b_s, mm, 512, c)
+            torch.cuda.synchronize()
+            check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"{vname}/m512")
+        except Exception as exc:  # a failing variant is reported and not timed
+            print(f"tiles mode: {vname} FAILED: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+            del cfgs[vname]
+    print(f"tiles mode: correct: {', '.join(cfgs)}", flush=True)
+    cfgs.update(plain)
+    time_variants("tiles", cfgs, ("m512full", "m512mix", "m1024_75", "m2048full", "m4096e1024", "m4096e192",
+                                  "m128peer"))
+
+
 def main_():
+    if "--tiles" in sys.argv:
+        return tiles_mode()
     if "--decode" in sys.argv:
         return decode_mode()
     if "--stages" in sys.argv:

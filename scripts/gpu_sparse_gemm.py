@@ -12,6 +12,9 @@ Modes (arguments; default all three):
             FlashInfer-Bench do_bench method (256 MB zero_, sync, events around the call:
             host time included; mean of 50), and Python time per call, with the solution's
             direct relaunch and with Triton's own launch path (sol._FAST off).
+  acc       fourth session: the FP8 MMA with fp32 promotion every 32/64/128 products on the
+            harness's own inputs (magnitude-pruned Gaussian A from scripts/gen_workloads.py,
+            B as FlashInfer-Bench draws it), 3 seeds, mismatches and time, beside the fp16 path.
 A compact table is printed last; details go to $OUT/sparse_gemm_results.jsonl.
 
 Usage: cd /work/main; PYTHONUNBUFFERED=1 python3 scripts/gpu_sparse_gemm.py [validate] [sweep] [time]
@@ -241,6 +244,57 @@ def make_harness_like(m, seed):
     return a_vals, a_meta, b
 
 
+def make_pruned(m, seed):
+    """The harness's inputs for the pruned_m_* workloads: A from scripts/gen_workloads.py's
+    pruned_a (magnitude-pruned Gaussian), B = randn clamped to [-2, 2] in e4m3 (FlashInfer-Bench's
+    random fp8)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from gen_workloads import pruned_a
+    a_vals, a_meta = pruned_a(f"acc-study/{seed}", m)
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    b = torch.randn(N, K, device=DEV, generator=g).clamp(-2, 2).to(torch.float8_e4m3fn)
+    return a_vals.to(DEV), a_meta.to(DEV), b
+
+
+def acc_mode():
+    """Can the FP8 MMA pass the harness's check if promoted to fp32 often enough? Mismatches
+    (atol = rtol = 1e-2) and rel-norm per promotion interval, then GPU time; fp16 beside."""
+    rows = []
+    for m in (1024, 4096, 8192):
+        variants = {"f16_chosen": H.choose(m, N, K, (9, 0))}
+        for acc_k in (32, 64, 128):
+            variants[f"fp8ptr128x128x128w8s3_acc{acc_k}"] = G(128, 128, 128, 8, 3, acc_k=acc_k)
+        variants["fp8tma128x256x128w8s3_acc32"] = G(128, 256, 128, 8, 3, path="tma", acc_k=32)
+        variants["fp8tma128x128x128w8s4_acc32"] = G(128, 128, 128, 8, 4, path="tma", acc_k=32)
+        variants["fp8ptr128x256x64w8s3_acc32"] = G(128, 256, 64, 8, 3, acc_k=32)
+        for name, cfg in variants.items():
+            fn = launcher(cfg)
+            bad_total, rel_max = 0, 0.0
+            for seed in range(3):
+                a_vals, a_meta, b = make_pruned(m, seed)
+                ref = dense_a64(a_vals, a_meta) @ b.double().T
+                c = torch.full((m, N), float("nan"), dtype=torch.bfloat16, device=DEV)
+                try:
+                    fn(a_vals, a_meta, b, c)
+                    torch.cuda.synchronize()
+                except Exception as exc:
+                    print(f"acc m={m} {name}: ERROR {type(exc).__name__}: {str(exc)[:200]}")
+                    bad_total = -1
+                    break
+                bad, rel, _ = accuracy(c, ref)
+                bad_total += bad
+                rel_max = max(rel_max, rel)
+            if bad_total < 0:
+                continue
+            cc = torch.empty(m, N, dtype=torch.bfloat16, device=DEV)
+            us = bench_graph(lambda: fn(a_vals, a_meta, b, cc))
+            log(kind="acc", m=m, variant=name, mismatches=bad_total, rel_norm=rel_max, us_graph=us)
+            rows.append((m, name, bad_total, rel_max, us))
+            print(f"acc m={m:5d} {name:34s} mismatches(3 seeds)={bad_total:6d} rel<={rel_max:.2e} {us:8.2f} us",
+                  flush=True)
+    return rows
+
+
 def main():
     t0 = time.time()
     modes = set(sys.argv[1:]) or {"sweep", "validate", "time"}
@@ -249,6 +303,8 @@ def main():
           f"cap {torch.cuda.get_device_capability()} modes {sorted(modes)}")
     all_ok = True
     sweep_rows = []
+    if "acc" in modes:
+        acc_mode()
     if "validate" in modes:
         for m in VALIDATE_M:
             for kind in ("random", "wellformed", "harness"):

@@ -27,7 +27,9 @@ PREDEC_D32 = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, pr
                          decode_rows=32, decode_warps=8)
 SPLITK = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_k=2)
 SPLITK_SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, split_k=3)
-CONFIGS = {"normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+# Pass 2 as one output tile per program (zeros included), tiles not dividing max_m or n.
+TILES = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
+CONFIGS = {"tiles": TILES, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -57,7 +59,7 @@ def check(a, a_s, b, b_s, mm, config):
     return c
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -65,7 +67,7 @@ def test_masked_rows(orient, masked):
     check(a, a_s, b, b_s, torch.tensor(masked, dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "tiles"])
 def test_max_m_one_and_int64_masked(orient):
     a, a_s, b, b_s = make(2, 1, 64, 128, seed=1)
     check(a, a_s, b, b_s, torch.tensor([1, 5], dtype=torch.int64), CONFIGS[orient])
@@ -77,7 +79,7 @@ def test_max_m_zero_launches_nothing():
     main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(3, dtype=torch.int32), c)
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "predec"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles"])
 def test_ue8m0_moderate_spread_fast_path(orient):
     # Powers of two spread over 11 binades inside one 128-block: still folded exactly.
     a, a_s, b, b_s = make(2, 24, 64, 256, seed=2)
@@ -86,7 +88,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)

@@ -27,10 +27,19 @@ class Config:
     split_k: int = 1       # K slices per tile (fp32 partials summed by the last program)
     decode_rows: int = DECODE_ROWS  # decode_b_kernel (predec): weight rows per program
     decode_warps: int = 4  # decode_b_kernel: warps per program
+    tiles: bool = False    # predec only: pass 2 is grouped_tile_gemm_kernel (one output tile
+                           # per program, zeros included) instead of grouped_gemm_kernel
+    tma: bool = False      # tiles only: A and decoded B through TMA tensor descriptors (sm_90+)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
                     PREDEC=self.predec, SPLIT_K=self.split_k,
+                    num_warps=self.num_warps, num_stages=self.num_stages,
+                    **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
+
+    def tile_kwargs(self):
+        """grouped_tile_gemm_kernel's constexprs and compile options."""
+        return dict(BM=self.BM, BN=self.BN, TMA=self.tma, USE_ASM=self.use_asm, PLAIN=self.ablate != 0,
                     num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 

@@ -176,6 +176,30 @@ def _load_fold(bs_rows, n_valid, kb, FOLD2D: tl.constexpr):
 
 
 @triton.jit
+def _correct_tile(acc, a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, kb_lo, kb_hi, KH,
+                  BN: tl.constexpr, SWAP: tl.constexpr, FOLD2D: tl.constexpr, USE_ASM: tl.constexpr):
+    """Exact path for rows whose scales could not be folded (they contributed 0 in the main
+    loop): for each 128-block that has such rows, four K=32 dots of the raw codes, each scaled
+    in fp32 by those rows' own scales (the other rows get 0 here: they are already done)."""
+    k32 = tl.arange(0, 32)
+    for kb in range(kb_lo, kb_hi):
+        row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
+        if tl.max((~row_ok).to(tl.int32), axis=0) != 0:
+            a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
+            for j in range(0, 4):
+                a = tl.load(a_rows[:, None] + (kb * 128 + j * 32 + k32[None, :]),
+                            mask=m_valid[:, None], other=0.0)
+                s_j = tl.load(bs_rows + (kb * 4 + j), mask=n_valid, other=0.0)
+                s_j = tl.where(row_ok, 0.0, s_j)
+                braw = _decode_block(b_rows, n_valid, KH, kb * 64 + j * 16, 0, BN, 1, USE_ASM)
+                if SWAP:
+                    acc += tl.dot(braw, tl.trans(a)) * (s_j[:, None] * a_s[None, :])
+                else:
+                    acc += tl.dot(a, tl.trans(braw)) * (a_s[:, None] * s_j[None, :])
+    return acc
+
+
+@triton.jit
 def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
                grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
                BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr,
@@ -273,24 +297,8 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
             acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
 
     if tl.max(bad_rows, axis=0) != 0:
-        # Exact path for rows whose scales could not be folded: four K=32 dots per block,
-        # each scaled in fp32 by those rows' own scales (others get 0 here: already done).
-        k32 = tl.arange(0, 32)
-        for kb in range(kb_lo, kb_hi):
-            row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
-            if tl.max((~row_ok).to(tl.int32), axis=0) != 0:
-                a_s = tl.load(as_rows + kb, mask=m_valid, other=0.0)
-                for j in range(0, 4):
-                    a = tl.load(a_rows[:, None] + (kb * 128 + j * 32 + k32[None, :]),
-                                mask=m_valid[:, None], other=0.0)
-                    s_j = tl.load(bs_rows + (kb * 4 + j), mask=n_valid, other=0.0)
-                    s_j = tl.where(row_ok, 0.0, s_j)
-                    braw = _decode_block(b_rows, n_valid, KH, kb * 64 + j * 16, 0, BN, 1,
-                                         USE_ASM and CORR_ASM)
-                    if SWAP:
-                        acc += tl.dot(braw, tl.trans(a)) * (s_j[:, None] * a_s[None, :])
-                    else:
-                        acc += tl.dot(a, tl.trans(braw)) * (a_s[:, None] * s_j[None, :])
+        acc = _correct_tile(acc, a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, kb_lo, kb_hi, KH,
+                            BN, SWAP, FOLD2D, USE_ASM and CORR_ASM)
 
     if SPLIT_K == 1:
         _store_tile(acc, c_ptr, grp64, offs_m, offs_n, m_valid, n_valid, MAX_M, N, SWAP, MANUAL_RNE)
@@ -376,6 +384,81 @@ def grouped_gemm_kernel(
             for n0 in range(0, N, ZN):
                 cols = n0 + tl.arange(0, ZN)
                 tl.store(base + cols[None, :], zeros, mask=rmask[:, None] & (cols < N)[None, :])
+
+
+@triton.jit
+def grouped_tile_gemm_kernel(
+    a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
+    MAX_M, N, K,
+    BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
+    USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
+):
+    """Pass 2 for many rows per group: grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g), one output
+    tile per program, token tiles fastest, so the programs that share a weight tile run side by
+    side and each decoded B tile comes from DRAM once.
+
+    B comes pre-decoded (bq, ref from decode_b_kernel). Tiles at or past
+    clamp(masked_m[g], 0, MAX_M) store zeros and skip the GEMM; the others store rows < mm and
+    zeros below, so c may arrive uninitialised and every element is written exactly once.
+    The loads need no masks: token rows past MAX_M and weight rows past N are clamped to valid
+    ones (their results are never stored; each output row depends only on its own A row).
+    TMA (GPU, sm_90+): A and bq come through host-made tensor descriptors over the 2-D views
+    [g * MAX_M, K] and [g * N, K] (rows past a group's end belong to the next group or are
+    zero-filled, and are never stored). PLAIN: timing experiment only (no scales; wrong).
+    """
+    pid = tl.program_id(0)
+    grp = tl.program_id(1)
+    grp64 = grp.to(tl.int64)
+    num_m = tl.cdiv(MAX_M, BM)
+    pid_m = pid % num_m
+    pid_n = pid // num_m
+    mm = tl.load(mm_ptr + grp)
+    mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
+    KB = K // 128
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    m_valid = offs_m < mm
+    n_valid = offs_n < N
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    if pid_m * BM < mm:
+        a_rows = a_ptr + grp64 * MAX_M * K + tl.minimum(offs_m, MAX_M - 1).to(tl.int64) * K
+        as_rows = as_ptr + grp64 * MAX_M * KB + offs_m.to(tl.int64) * KB
+        q_rows = bq_ptr + grp64 * N * K + tl.minimum(offs_n, N - 1).to(tl.int64) * K
+        ref_rows = ref_ptr + grp64 * KB * N + offs_n
+        k128 = tl.arange(0, 128)
+        bad_rows = tl.zeros((BN,), dtype=tl.int32)
+        # The block scales feed the fp32 promotion, not the dot, so Triton's pipeliner does
+        # not prefetch them: they are loaded one K block ahead by hand.
+        a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
+        ref_next = tl.load(ref_rows, mask=n_valid, other=0.0)
+        for kb in range(0, KB):
+            if TMA:
+                a = a_desc.load([grp * MAX_M + pid_m * BM, kb * 128])
+                bdec = bq_desc.load([grp * N + pid_n * BN, kb * 128])
+            else:
+                a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]))
+                bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]))
+            a_s = a_s_next
+            a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
+            ref_raw = ref_next
+            ref_next = tl.load(ref_rows + tl.minimum(kb + 1, KB - 1) * N, mask=n_valid, other=0.0)
+            # ref < 0 marks a row whose scales did not fold (its bq codes are unscaled).
+            bad_rows = bad_rows | (ref_raw < 0.0).to(tl.int32)
+            ref = tl.maximum(ref_raw, 0.0)
+            if PLAIN:
+                acc = tl.dot(a, tl.trans(bdec), acc)
+            else:
+                acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
+        if tl.max(bad_rows, axis=0) != 0:
+            b_rows = b_ptr + grp64 * N * (K // 2) + offs_n.to(tl.int64) * (K // 2)
+            bs_rows = bs_ptr + grp64 * N * (K // 32) + offs_n.to(tl.int64) * (K // 32)
+            a_rows_m = a_ptr + grp64 * MAX_M * K + offs_m.to(tl.int64) * K
+            acc = _correct_tile(acc, a_rows_m, as_rows, b_rows, bs_rows, m_valid, n_valid, 0, KB,
+                                K // 2, BN, False, True, USE_ASM and CORR_ASM)
+        acc = tl.where(m_valid[:, None], acc, 0.0)
+    out = _to_bf16(acc, MANUAL_RNE)
+    c_ptrs = c_ptr + grp64 * MAX_M * N + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
+    tl.store(c_ptrs, out, mask=(offs_m < MAX_M)[:, None] & n_valid[None, :])
 
 
 @triton.jit

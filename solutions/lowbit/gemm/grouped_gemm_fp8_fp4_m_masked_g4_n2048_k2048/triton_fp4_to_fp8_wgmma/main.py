@@ -15,8 +15,10 @@ from typing import NamedTuple
 import torch
 import triton
 
+from triton.tools.tensor_descriptor import TensorDescriptor
+
 from .heuristics import ZN, ZR, Config, choose_config, grid_split
-from .kernel import decode_b_kernel, grouped_gemm_kernel
+from .kernel import decode_b_kernel, grouped_gemm_kernel, grouped_tile_gemm_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 # The interpreter's fp32->bf16 cast truncates; the kernel rounds by hand there.
@@ -167,7 +169,14 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
         # The decode pass reads b_fp4 as 32-bit words.
         raise ValueError("b_fp4: expected a 4-byte aligned start (storage_offset % 4 == 0), "
                          f"got storage_offset {b_fp4.storage_offset()}")
-    consts = dict(ZR=ZR, ZN=ZN, MANUAL_RNE=_INTERPRET, **config.as_kwargs())
+    if config.tiles and (not config.predec or config.swap or config.split_k != 1):
+        raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
+    if config.tma and not (config.tiles and dev.type == "cuda" and not _INTERPRET):
+        raise ValueError(f"config: tma needs tiles=True on a CUDA device (not the interpreter), got {config}")
+    if config.tiles:
+        consts = dict(MANUAL_RNE=_INTERPRET, **config.tile_kwargs())
+    else:
+        consts = dict(ZR=ZR, ZN=ZN, MANUAL_RNE=_INTERPRET, **config.as_kwargs())
     # Inline PTX needs an NVIDIA GPU; the interpreter and other backends take the Triton path.
     consts["USE_ASM"] = bool(consts["USE_ASM"]) and not _INTERPRET and dev.type == "cuda" \
         and torch.version.hip is None
@@ -177,7 +186,10 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
         if dev.type == "cuda" else -1
     m_split = grid_split(config, max_m, expected_m)
     # Plain integer ceil-division: triton.cdiv is a constexpr function, slow to call from Python.
-    grid = (-(-n // config.BN) * m_split + -(-max_m // ZR), g, config.split_k)
+    if config.tiles:
+        grid = (-(-max_m // config.BM) * -(-n // config.BN), g, 1)
+    else:
+        grid = (-(-n // config.BN) * m_split + -(-max_m // ZR), g, config.split_k)
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb, g),
                  dev_index)
 
@@ -219,6 +231,17 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         _launch(decode_b_kernel, plan.decode_grid, (b_fp4.view(torch.int32), b_scale, bq_words, ref, n, k),
                 dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], num_warps=cfg.decode_warps), plan.dev_index)
         bq = bq_words.view(torch.float8_e4m3fn)
+    if cfg.tiles:
+        if cfg.tma:
+            a_desc = TensorDescriptor.from_tensor(a_fp8.view(g * max_m, k), [cfg.BM, 128])
+            q_desc = TensorDescriptor.from_tensor(bq.view(g * n, k), [cfg.BN, 128])
+            grouped_tile_gemm_kernel[plan.grid](a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref,
+                                                a_desc, q_desc, max_m, n, k, **plan.consts)
+        else:
+            _launch(grouped_tile_gemm_kernel, plan.grid,
+                    (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, c, c, max_m, n, k),
+                    plan.consts, plan.dev_index)
+        return c
     if cfg.split_k > 1:
         tiles = g * -(-max_m // cfg.BM) * -(-n // cfg.BN)
         part, tick = _split_k_scratch(c.device, tiles * cfg.split_k * cfg.BM * cfg.BN, tiles)
