@@ -306,8 +306,7 @@ def tiles_mode():
             del cfgs[vname]
     print(f"tiles mode: correct: {', '.join(cfgs)}", flush=True)
     cfgs.update(plain)
-    time_variants("tiles", cfgs, ("m512full", "m512mix", "m1024_75", "m2048full", "m4096e1024", "m4096e192",
-                                  "m128peer"))
+    time_variants("tiles", cfgs, ("m512full", "m512mix", "m1024_75", "m2048full", "m4096e192", "m128peer"))
 
 
 def main_():
