@@ -11,6 +11,9 @@ Diagnostics (docs/kernels/grouped_gemm.md, runs 4-8):
   --ncu V1 V2 ...  one launch per named variant on two workloads, for ncu to profile
   --gemm-only      the GEMM pass alone on pre-decoded B, per tile and split-K (run 7)
   --stages         pipeline depth 4/6/8 on the few-row workloads (run 8)
+  --validate       run() (the heuristic) on edge and adversarial cases at every regime, each
+                   called twice (the second through the cached relaunch), then GPU time per
+                   workload
   --tiles          fourth session: pass 2 as one output tile per program (pointer or TMA
                    loads, tile sweep), with cuBLAS FP8 ceilings for the same FLOPs
 """
@@ -278,21 +281,19 @@ def cublas_ceilings():
 def tiles_mode():
     """Fourth session: pass 2 as grouped_tile_gemm_kernel (one output tile per program, zeros
     included, token tiles fastest), pointer or TMA loads, against the heuristic's choice.
-    PLAIN variants skip the scales (timing only, not checked). Correctness first, on the
-    few-row cases and on max_m 512 full."""
-    cublas_ceilings()
+    Run 13 swept 64..256-wide tiles with 4 and 8 warps (and cuBLAS, `cublas_ceilings`): one
+    warpgroup on 64x128 won everywhere from ~96 rows per group. Run 14 sweeps around it
+    (stages, 64x64, 128x64) on every workload, to place the switch. PLAIN variants skip the
+    scales (timing only, not checked). Correctness first, on the few-row cases and max_m 512."""
     cfgs = {"default": None}
-    for bm, bn, w, st in ((128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3), (256, 128, 8, 3),
-                          (64, 128, 4, 4), (128, 64, 4, 4), (64, 256, 4, 3), (128, 128, 4, 3)):
+    for bm, bn, w, st in ((64, 128, 4, 3), (64, 128, 4, 4), (64, 128, 4, 5), (64, 64, 4, 4), (64, 64, 4, 6),
+                          (128, 64, 4, 3)):
         for tma in (False, True):
             cfgs[f"t{'tma' if tma else 'ptr'}{bm}x{bn}w{w}s{st}"] = C(bm, bn, False, w, st, predec=True,
                                                                      tiles=True, tma=tma)
-    plain = {f"plain_{k}": C(v.BM, v.BN, False, v.num_warps, v.num_stages, predec=True, tiles=True,
-                            tma=v.tma, ablate=1)
-             for k, v in cfgs.items() if k in ("tptr128x128w8s3", "ttma128x128w8s3", "ttma128x256w8s3")}
-    cfgs["x_decode_pass"] = "decode"
+    plain = {"plain_tptr64x128w4s4": C(64, 128, False, 4, 4, predec=True, tiles=True, ablate=1)}
     for vname, cfg in list(cfgs.items()):
-        if cfg is None or cfg == "decode":
+        if cfg is None:
             continue
         try:
             check_few_row_cases(vname, cfg)
@@ -306,10 +307,35 @@ def tiles_mode():
             del cfgs[vname]
     print(f"tiles mode: correct: {', '.join(cfgs)}", flush=True)
     cfgs.update(plain)
-    time_variants("tiles", cfgs, ("m512full", "m512mix", "m1024_75", "m2048full", "m4096e192", "m128peer"))
+    time_variants("tiles", cfgs, [w[0] for w in WORKLOADS if w[0] != "m2048_75"])
+
+
+VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristic regime
+    (64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120),
+    (300, [300, 0, 77, 1000], "spread", 280), (512, [512] * 4, "ue8m0", 512),
+    (777, [777, 500, -5, 9000], "adversarial", 700), (2048, [2048, 1999, 1, 0], "ue8m0", 1500),
+    (4096, [192, 3000, 0, 4096], "adversarial", None)]
+
+
+def validate_mode():
+    """run() with the heuristic's choice against the float64 oracle (NaN-poisoned c), each
+    case twice; then the whole call's GPU time on every workload."""
+    for i, (max_m, masked, sc, exp) in enumerate(VALIDATE_CASES):
+        a, a_s, b, b_s, mm = make(max_m, masked, seed=20 + i, scales=sc)
+        want = oracle64(a, a_s, b, b_s, mm).cpu()
+        for attempt in range(2):
+            c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
+            default_fn(a, a_s, b, b_s, mm, exp, c)
+            torch.cuda.synchronize()
+            check_accuracy(c.cpu(), want, what=f"run/{sc}/{max_m}/{masked}/call{attempt}")
+        cfg = H.choose_config(max_m, exp, N, torch.cuda.get_device_capability())
+        print(f"validate max_m={max_m} masked={masked} {sc} hint={exp}: ok [{cfg}]", flush=True)
+    time_variants("validate", {"default": None}, [w[0] for w in WORKLOADS])
 
 
 def main_():
+    if "--validate" in sys.argv:
+        return validate_mode()
     if "--tiles" in sys.argv:
         return tiles_mode()
     if "--decode" in sys.argv:

@@ -109,9 +109,10 @@ def test_all_scales_nonfoldable():
     check(a, a_s, b, b_s, torch.tensor([20, 7], dtype=torch.int32), NORMAL)
 
 
-@pytest.mark.parametrize("max_m,expected", [(24, 8), (200, None)])
+@pytest.mark.parametrize("max_m,expected", [(24, 8), (200, None), (300, 280)])
 def test_heuristic_config_runs(max_m, expected):
-    # Default tile choice (bigger tiles) on a small problem, both orientations by heuristic.
+    # The heuristic's tiles on a small problem: few rows, mid, and many rows (the one-tile-
+    # per-program kernel, whose TMA loads are switched off under the interpreter).
     a, a_s, b, b_s = make(1, max_m, 64, 128, seed=8)
     mm = torch.tensor([max_m - 3], dtype=torch.int32)
     c = call(a, a_s, b, b_s, mm, None, expected_m=expected)
@@ -299,3 +300,14 @@ def test_decode_pass_config_is_checked():
     bad = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, decode_rows=48)
     with pytest.raises(ValueError, match="decode_rows"):
         main._make_plan(a, a_s, b, b_s, mm, c, None, bad)
+
+
+def test_heuristic_regimes_and_tma_key():
+    """Many rows take the one-tile-per-program kernel with TMA on sm_90+ and pointers before;
+    the fast relaunch keys a TMA descriptor by dtype and block shape (hashable)."""
+    assert heur.choose_config(512, None, 2048, (9, 0)).tiles and heur.choose_config(512, None, 2048, (9, 0)).tma
+    assert not heur.choose_config(512, None, 2048, (8, 0)).tma
+    assert not heur.choose_config(64, 20, 2048, (9, 0)).tiles
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    desc = TensorDescriptor.from_tensor(torch.zeros(64, 256, dtype=torch.float8_e4m3fn), [64, 128])
+    assert hash(main._arg_key(desc)) == hash(("desc", torch.float8_e4m3fn, (64, 128)))

@@ -26,6 +26,8 @@ DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
 SMALL = H.SmallConfig(BM=4, BN=16, BK=128)
 GEMMS = {p: H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path=p) for p in ("tma", "ptr", "fused")}
+# Hopper's choice from F8_FROM_M rows: FP8 MMA promoted to fp32 every 32 products.
+GEMMS["tma32"] = H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path="tma", acc_k=32)
 GEMMS["tma_ws"] = H.GemmConfig(BM=16, BN=32, BK=64, num_warps=4, num_stages=2, path="tma", ws=True)
 # Hopper's path: A and B decoded to fp16 workspaces in one launch, then the fp16 GEMM.
 for p in ("tma", "ptr"):
@@ -38,7 +40,7 @@ MMAS = {"mma_split2": H.MmaSmallConfig(BW=32, BT=16, BK=64, split=2),
 # One launch, no split, full K per program: fp16 decode (Hopper) and e4m3 decode + _mma.
 STREAMS = {"stream_f16": H.StreamConfig(BM=16, BN=16, BK=64, num_stages=3),
            "stream_e4m3": H.StreamConfig(BM=16, BN=32, BK=64, a_f16=False, acc_k=0)}
-PATHS = ["small", "tma", "tma_ws", "ptr", "fused", "tma16", "ptr16"] + list(MMAS) + list(STREAMS)
+PATHS = ["small", "tma", "tma32", "tma_ws", "ptr", "fused", "tma16", "ptr16"] + list(MMAS) + list(STREAMS)
 
 
 def _launch(path, a_vals, a_meta, b, c, small=SMALL):
@@ -181,15 +183,20 @@ def test_mma_small_tickets_reset_and_repeat():
 
 
 def test_entry_point_paths_by_m():
-    """On Hopper (the default capability here) m from F16_FROM_M decodes A and B to fp16,
-    then runs the fp16 GEMM; 2..F16_FROM_M-1 rows take the e4m3-A path. Run each at reduced n, k (ragged m and n; k = 96 gives BK = 32)."""
-    big = H.F16_FROM_M
-    for m, n, k, f16 in ((big + 30, 32, 128, True), (big, 40, 96, True), (big - 1, 40, 96, False),
-                         (37, 40, 96, False), (2, 24, 128, False)):
+    """On Hopper (the default capability here): from F8_FROM_M rows dense e4m3 A and the TMA
+    FP8 GEMM promoted every ACC_K_HOPPER products; F16_FROM_M..F8_FROM_M-1 rows decode A and
+    B to fp16, then the fp16 GEMM; 2..F16_FROM_M-1 rows take the e4m3-A path with fp16
+    widening. Run each at reduced n, k (ragged m and n; k = 96 gives BK = 32)."""
+    f8, f16 = H.F8_FROM_M, H.F16_FROM_M
+    cases = ((f8 + 3, 40, 128, "tma", False, H.ACC_K_HOPPER), (f8, 32, 96, "tma", False, H.ACC_K_HOPPER),
+             (f8 - 1, 32, 128, "ptr", True, H.ACC_F16), (f16, 40, 96, "ptr", True, H.ACC_F16),
+             (f16 - 1, 40, 96, "ptr", False, H.ACC_F16), (37, 40, 96, "ptr", False, H.ACC_F16),
+             (2, 24, 128, "ptr", False, H.ACC_F16))
+    for m, n, k, path, is_f16, acc_k in cases:
         a_vals, a_meta, b = _inputs(m, n, k, "random", seed=7 + m)
         c = _poisoned(m, n)
         cfg = H.choose(m, n, k)
-        assert cfg.path == "ptr" and cfg.f16 == f16 and cfg.acc_k == H.ACC_F16
+        assert (cfg.path, cfg.f16, cfg.acc_k) == (path, is_f16, acc_k), (m, cfg)
         sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c)
         _check(c, a_vals, a_meta, b)
 
@@ -214,3 +221,12 @@ def test_f16_decode_writes_exact_operands():
     dense = sparse_gemm_oracle(a_vals, a_meta, eye)  # the dense A, float64
     assert torch.equal(a16.cpu().double() * 16384, dense)
     assert torch.equal(b16.cpu(), b.cpu().to(torch.float16))
+
+
+def test_fast_launch_keys_tma_descriptors():
+    """The fast relaunch keys a TMA descriptor by dtype and block shape (hashable), tensors
+    by dtype and alignment."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    t = torch.zeros(64, 256, dtype=torch.float8_e4m3fn)
+    assert sol._arg_key(TensorDescriptor.from_tensor(t, [64, 128])) == ("desc", torch.float8_e4m3fn, (64, 128))
+    assert sol._arg_key(t) == (torch.float8_e4m3fn, True) and sol._arg_key(7) == 7

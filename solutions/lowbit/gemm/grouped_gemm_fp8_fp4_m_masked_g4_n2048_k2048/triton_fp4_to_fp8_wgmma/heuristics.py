@@ -52,21 +52,27 @@ def _expected_rows(max_m: int, expected_m) -> int:
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
 
-    From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-5, 2026-11-30): every
+    From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-14, 2026-11-30): every
     shape is fastest with two passes (decode B to e4m3 once per call, then a plain pipelined
     FP8 GEMM), 1.2-1.5x faster than decoding inside the GEMM loop (the fused path, still
-    selectable through Config for experiments and tests). One warpgroup on 64x32 tiles with 8
-    stages up to 32 rows per group, on 64x64 tiles up to 512 (more CTAs per SM to hide each K
-    step's serial wgmma wait), two warpgroups on 128x128 tiles from there. The same choice is made for sm_100 (untested).
+    selectable through Config for experiments and tests). Few rows (hint up to 32): one
+    warpgroup on 64x32 tiles with 8 stages; up to 255: 64x64 with 4 stages, both in
+    grouped_gemm_kernel (weight tiles walking the token tiles, more CTAs to hide each K
+    step's serial wgmma wait). From 256 rows: grouped_tile_gemm_kernel, one 64x128 tile per
+    program, one warpgroup, 3 stages, TMA loads on sm_90+ (runs 13-14: 37.4 us at max_m 512
+    full against 46.8, 114.5 at 2048 full against 153.3; two or three CTAs per SM overlap
+    one CTA's fp32 promotion with another's MMA, where 128x128 tiles with two warpgroups
+    run one CTA per SM). The same choice is made for sm_100 (untested).
     """
     rows = _expected_rows(max_m, expected_m)
     if rows <= 32:
         # Decode-like: narrower weight tiles (twice the CTAs) and 8 stages measured 1-2.6 us
         # faster (run 8: 18.2 against 20.0 us at max_m 64), but 5 us slower at ~96 rows.
         return Config(BM=64, BN=32, swap=False, num_warps=4, num_stages=8, predec=True)
-    if rows < 512:
+    if rows < 256:
         return Config(BM=64, BN=64, swap=False, num_warps=4, num_stages=4, predec=True)
-    return Config(BM=128, BN=128, swap=False, num_warps=8, num_stages=3, predec=True)
+    return Config(BM=64, BN=128, swap=False, num_warps=4, num_stages=3, predec=True, tiles=True,
+                  tma=capability[0] >= 9)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 

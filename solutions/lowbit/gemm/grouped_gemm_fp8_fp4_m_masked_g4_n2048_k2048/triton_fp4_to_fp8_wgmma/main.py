@@ -9,6 +9,7 @@ Entry points:
 Self-contained: only torch and triton, plus this folder's modules.
 """
 
+import dataclasses
 import os
 from typing import NamedTuple
 
@@ -50,6 +51,17 @@ _FAST = not _INTERPRET and os.environ.get("GROUPED_GEMM_FAST_LAUNCH", "1") != "0
 _COMPILED = {}
 
 
+def _arg_key(a):
+    """What Triton specializes a launch on, per argument: a tensor's dtype and 16-byte
+    alignment; a TMA descriptor's dtype and block shape (its base, shape and strides are
+    runtime values, encoded by the launcher at every launch); an integer's value."""
+    if isinstance(a, torch.Tensor):
+        return a.dtype, a.data_ptr() % 16 == 0
+    if isinstance(a, TensorDescriptor):
+        return "desc", a.base.dtype, tuple(a.block_shape)
+    return a
+
+
 def _launch(kernel, grid, args, consts, dev):
     """kernel[grid](*args, **consts); args positional (tensors, ints), consts the constexprs
     and compile options; dev the CUDA device index (-1: not CUDA)."""
@@ -57,7 +69,7 @@ def _launch(kernel, grid, args, consts, dev):
         kernel[grid](*args, **consts)
         return
     key = (kernel, tuple(consts.items()), grid, dev,
-           tuple((a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else a for a in args))
+           tuple(_arg_key(a) for a in args))
     hit = _COMPILED.get(key)
     if hit is not None:
         ck, tail = hit
@@ -153,7 +165,8 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
             raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
     if g == 0 or max_m == 0:
         return _Plan(True, g, max_m, n, k, config, 0, {}, (), (), -1)
-    if config is None:
+    chosen = config is None
+    if chosen:
         config = choose_config(max_m, expected_m, n, _capability(dev))
     if config.BN < 32 or config.BM < 16:
         # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
@@ -171,8 +184,11 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
                          f"got storage_offset {b_fp4.storage_offset()}")
     if config.tiles and (not config.predec or config.swap or config.split_k != 1):
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
-    if config.tma and not (config.tiles and dev.type == "cuda" and not _INTERPRET):
-        raise ValueError(f"config: tma needs tiles=True on a CUDA device (not the interpreter), got {config}")
+    tma_ok = config.tiles and dev.type == "cuda" and not _INTERPRET and torch.version.hip is None
+    if config.tma and not tma_ok:
+        if not chosen:
+            raise ValueError(f"config: tma needs tiles=True on a CUDA device (not the interpreter), got {config}")
+        config = dataclasses.replace(config, tma=False)  # the heuristic's choice, off CUDA
     if config.tiles:
         consts = dict(MANUAL_RNE=_INTERPRET, **config.tile_kwargs())
     else:
@@ -232,15 +248,16 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
                 dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], num_warps=cfg.decode_warps), plan.dev_index)
         bq = bq_words.view(torch.float8_e4m3fn)
     if cfg.tiles:
-        if cfg.tma:
+        consts, a_desc, q_desc = plan.consts, c, c
+        if cfg.tma and a_fp8.data_ptr() % 16 == 0:
+            # Descriptors over the 2-D views (see the kernel); bq is a fresh, aligned tensor.
             a_desc = TensorDescriptor.from_tensor(a_fp8.view(g * max_m, k), [cfg.BM, 128])
             q_desc = TensorDescriptor.from_tensor(bq.view(g * n, k), [cfg.BN, 128])
-            grouped_tile_gemm_kernel[plan.grid](a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref,
-                                                a_desc, q_desc, max_m, n, k, **plan.consts)
-        else:
-            _launch(grouped_tile_gemm_kernel, plan.grid,
-                    (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, c, c, max_m, n, k),
-                    plan.consts, plan.dev_index)
+        elif cfg.tma:  # a view with a 16-byte misaligned start: TMA can't address it
+            consts = {**consts, "TMA": False}
+        _launch(grouped_tile_gemm_kernel, plan.grid,
+                (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, a_desc, q_desc, max_m, n, k),
+                consts, plan.dev_index)
         return c
     if cfg.split_k > 1:
         tiles = g * -(-max_m // cfg.BM) * -(-n // cfg.BN)

@@ -6,8 +6,10 @@ Paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbers):
 - 2..128 rows (and every m off Hopper): decode A once into a dense e4m3 workspace (one int32
   word per 2:4 group), then a dense tensor-core GEMM (on Hopper both operands widened to
   fp16 in registers, fp32 accumulation), with narrow tiles so that 128+ CTAs run;
-- from 129 rows on Hopper: one launch decodes A and B to dense fp16 workspaces, then a plain
-  pipelined fp16 GEMM (loads feed the dot directly).
+- 129..256 rows on Hopper: one launch decodes A and B to dense fp16 workspaces, then a plain
+  pipelined fp16 GEMM (loads feed the dot directly);
+- from 257 rows on Hopper: dense e4m3 A, then the FP8 GEMM (TMA loads) with its running sum
+  promoted to fp32 after every wgmma (32 products), which keeps the harness's check.
 The one-launch split-K kernel (small_m_mma_kernel) and the no-split streaming kernel
 (stream_kernel) stay selectable for experiments; both measured slower (runs 8-10).
 Decoding inside the GEMM ("fused" path, kept for experiments) repeats the decode for every
@@ -32,6 +34,15 @@ MMA_SMALL_M_MAX = 0
 # On Hopper, rows from which A and B go through fp16 workspaces (runs 10-11: at 128 rows the
 # e4m3-A path took 9.49 us with 32x32 tiles against 12.74 through fp16).
 F16_FROM_M = 129
+# On Hopper, rows from which the FP8 MMA promoted every 32 products replaces the fp16 path
+# (run 14, fourth session: harness-like inputs at m = 256..8192 all within tolerance, worst
+# error 0.78 of it, a one-ulp bf16 rounding flip; 512: 13.2 us against 17.1 through fp16,
+# 1024: 17.1 / 21.8, 8192: 106.5 / 138.0; at 256 a tie, 12.8 / 12.7, so fp16 stays).
+F8_FROM_M = 257
+# Products per fp32 promotion of the FP8 MMA on Hopper (one wgmma's K). Every 64 kept the
+# check in run 14 too, but with less margin (worst 0.93 of the tolerance at m = 2048) and it
+# failed the harness in run 5; every 128 failed in run 13.
+ACC_K_HOPPER = 32
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
 DECODE_BLOCK = 512
@@ -142,10 +153,12 @@ ACC_F16 = -1
 
 
 def _acc_k(capability) -> int:
-    """Hopper's FP8 MMA accumulates with reduced precision: promoting every 64 products still
-    failed FlashInfer-Bench's atol = rtol = 1e-2 on outputs near zero (H200, m >= 1024), so
-    Hopper multiplies in fp16 (exact for e4m3 operands, fp32 accumulation). Elsewhere the FP8
-    MMA is used with one fp32 promotion per K tile (untested off Hopper)."""
+    """Hopper's FP8 MMA accumulates with reduced precision (about 14 bits): promoting every
+    64 products failed FlashInfer-Bench's atol = rtol = 1e-2 on outputs near zero (H200,
+    m >= 1024, run 5), so below F8_FROM_M rows Hopper multiplies in fp16 (exact for e4m3
+    operands, fp32 accumulation) and from there the FP8 MMA is promoted every ACC_K_HOPPER
+    products (gemm_config). Elsewhere the FP8 MMA is used with one fp32 promotion per K tile
+    (sm_100's MMA accumulates in fp32; untested off Hopper)."""
     return ACC_F16 if capability[0] == 9 else 0
 
 
@@ -178,7 +191,13 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     (TMA) GEMM was 2-3% faster on the GPU at 4096-8192 rows (70.6 / 134.1 us, 128x256x64)
     but builds three TensorDescriptors per call on the host, so pointers are used.
     Elsewhere: dense e4m3 A and the FP8 MMA (untested off Hopper)."""
-    if capability[0] == 9 and m > F16_FROM_M - 1:
+    if capability[0] == 9 and m >= F8_FROM_M:
+        # One warpgroup on 64x128 tiles: two or three CTAs per SM overlap one CTA's fp32
+        # promotions with another's MMA (run 14: 106.5 us at 8192 against 116.6 for 128x128
+        # with two warpgroups; TMA 8% faster than pointers at 4096-8192).
+        return GemmConfig(BM=64, BN=128, BK=tile_k(k, 128), num_warps=4, num_stages=4,
+                          acc_k=ACC_K_HOPPER, path="tma")
+    if capability[0] == 9 and m >= F16_FROM_M:
         if m <= 256:
             cfg = GemmConfig(BM=64, BN=64, BK=64, num_warps=4, num_stages=4)
         elif m <= 512:

@@ -96,6 +96,17 @@ _FAST = (os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
 _COMPILED = {}
 
 
+def _arg_key(a):
+    """What Triton specializes a launch on, per argument: a tensor's dtype and 16-byte
+    alignment; a TMA descriptor's dtype and block shape (its base, shape and strides are
+    runtime values, encoded by the launcher at every launch); an integer's value."""
+    if isinstance(a, torch.Tensor):
+        return a.dtype, a.data_ptr() % 16 == 0
+    if isinstance(a, TensorDescriptor):
+        return "desc", a.base.dtype, tuple(a.block_shape)
+    return a
+
+
 def _launch(kernel, grid, args, consts, dev):
     """kernel[grid](*args, **consts): args positional (tensors, ints), consts the constexprs
     and compile options; dev the device index."""
@@ -103,7 +114,7 @@ def _launch(kernel, grid, args, consts, dev):
         kernel[grid](*args, **consts)
         return
     key = (kernel, tuple(consts.values()), grid, dev,
-           tuple((a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else a for a in args))
+           tuple(_arg_key(a) for a in args))
     hit = _COMPILED.get(key)
     if hit is not None:
         ck, tail = hit
@@ -267,7 +278,7 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, st=None):
         a_desc = TensorDescriptor.from_tensor(a_op, [cfg.BM, cfg.BK])
         b_desc = TensorDescriptor.from_tensor(b_op, [cfg.BN, cfg.BK])
         c_desc = TensorDescriptor.from_tensor(c, [cfg.BM, cfg.BN])
-        fp8_gemm_tma_kernel[grid](a_desc, b_desc, c_desc, m, n, k, **cfg.as_kwargs())
+        _launch(fp8_gemm_tma_kernel, grid, (a_desc, b_desc, c_desc, m, n, k), cfg.as_kwargs(), dev)
     else:
         kwargs = cfg.as_kwargs()
         kwargs.pop("WS", None)  # a TMA config falling back to pointers (unaligned c or n)
