@@ -18,6 +18,7 @@ Diagnostics (docs/kernels/grouped_gemm.md, runs 4-8):
                    loads, tile sweep), with cuBLAS FP8 ceilings for the same FLOPs
 """
 
+import dataclasses
 import os
 import sys
 import time
@@ -67,6 +68,8 @@ def make(max_m, masked, seed=0, scales="ue8m0"):
         b_s[2, 7, 0] = 0.0
         b_s[3, 1000:1100, 32:40] = torch.rand(100, 8, device=dev, generator=gen) * 0.01 + 1e-4
         a_s = a_s * (torch.rand(a_s.shape, device=dev, generator=gen) * 3 - 1)
+    elif scales == "wide":  # most 128-blocks spread over > 11 binades: the correction loop
+        b_s = b_s * torch.exp2(torch.randint(-16, 17, b_s.shape, device=dev, generator=gen).float())
     elif scales == "spread":
         b_s = torch.exp2(torch.randint(-14, -3, b_s.shape, device=dev, generator=gen).float())
     mm = torch.tensor(masked, dtype=torch.int32, device=dev)
@@ -316,7 +319,7 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     (64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120),
     (300, [300, 0, 77, 1000], "spread", 280), (512, [512] * 4, "ue8m0", 512),
     (777, [777, 500, -5, 9000], "adversarial", 700), (2048, [2048, 1999, 1, 0], "ue8m0", 1500),
-    (4096, [192, 3000, 0, 4096], "adversarial", None)]
+    (4096, [192, 3000, 0, 4096], "adversarial", None), (128, [20, 28, 16, 24], "wide", 26)]
 
 
 def validate_mode():
@@ -332,7 +335,15 @@ def validate_mode():
             check_accuracy(c.cpu(), want, what=f"run/{sc}/{max_m}/{masked}/call{attempt}")
         cfg = H.choose_config(max_m, exp, N, torch.cuda.get_device_capability())
         print(f"validate max_m={max_m} masked={masked} {sc} hint={exp}: ok [{cfg}]", flush=True)
-    time_variants("validate", {"default": None}, [w[0] for w in WORKLOADS])
+    # GPU time of run() and of the same config without the dependent launch (pdl=False).
+    cap = torch.cuda.get_device_capability()
+    for wname, max_m, masked, exp, sc in [(*w, "ue8m0") for w in WORKLOADS] + [("m128wide", 128, [20, 28, 16, 24], 26, "wide")]:
+        a, a_s, b, b_s, mm = make(max_m, masked, seed=7, scales=sc)
+        c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
+        nopdl = dataclasses.replace(H.choose_config(max_m, exp, N, cap), pdl=False)
+        row = {v: time_call(fn, [a, a_s, b, b_s, mm, exp, c], L2, reps=20).median_us
+               for v, fn in (("default", default_fn), ("nopdl", variant_fn(nopdl)))}
+        print(f"validate {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
 
 
 def main_():

@@ -21,6 +21,7 @@ Usage: cd /work/main; PYTHONUNBUFFERED=1 python3 scripts/gpu_sparse_gemm.py [val
 Needs torch and triton (src/ is put on sys.path for the oracle).
 """
 
+import dataclasses
 import json
 import os
 import sys
@@ -356,6 +357,9 @@ def main():
             try:
                 cfg = H.choose(m, N, K, torch.cuda.get_device_capability())
                 r = dict(cfg=cfg, graph=bench_graph(fn), harness=bench_harness(fn), host=host_us(fn))
+                if getattr(cfg, "pdl", False):  # the same config without the dependent launch
+                    off = launcher(dataclasses.replace(cfg, pdl=False))
+                    r["graph_nopdl"] = bench_graph(lambda: off(a_vals, a_meta, b, c))
                 fast, sol._FAST = sol._FAST, False  # Triton's own launch path, for comparison
                 try:
                     r["harness_jit"], r["host_jit"] = bench_harness(fn), host_us(fn)
@@ -381,7 +385,8 @@ def main():
         desc = (f"{c.path} BW{c.BW} BT{c.BT} BK{c.BK} s{c.split} w{c.num_warps} st{c.num_stages}"
                 if c.path == "mma_small" else f"{c.path}{'16' if getattr(c, 'f16', False) else ''} " + " ".join(
                     f"{k}{getattr(c, k)}" for k in ("BM", "BN", "BK", "num_warps", "num_stages")))
-        print(f"run m={m:5d} graph={r['graph']:7.2f} harness={r['harness']:7.2f} host={r['host']:6.2f} "
+        nopdl = f" (no PDL {r['graph_nopdl']:7.2f})" if "graph_nopdl" in r else ""
+        print(f"run m={m:5d} graph={r['graph']:7.2f}{nopdl} harness={r['harness']:7.2f} host={r['host']:6.2f} "
               f"(Triton launch path: harness={r['harness_jit']:7.2f} host={r['host_jit']:6.2f})  [{desc}]")
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 
 DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
+# Pass 2 as a programmatic dependent launch on sm_90+ (the heuristic's choice; see Config.pdl).
+PDL = True
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Config:
     tiles: bool = False    # predec only: pass 2 is grouped_tile_gemm_kernel (one output tile
                            # per program, zeros included) instead of grouped_gemm_kernel
     tma: bool = False      # tiles only: A and decoded B through TMA tensor descriptors (sm_90+)
+    pdl: bool = False      # tiles only: pass 2 as a programmatic dependent launch of pass 1 (sm_90+)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -40,7 +43,8 @@ class Config:
     def tile_kwargs(self):
         """grouped_tile_gemm_kernel's constexprs and compile options."""
         return dict(BM=self.BM, BN=self.BN, TMA=self.tma, USE_ASM=self.use_asm, PLAIN=self.ablate != 0,
-                    num_warps=self.num_warps, num_stages=self.num_stages,
+                    PDL=self.pdl, num_warps=self.num_warps, num_stages=self.num_stages,
+                    **({"launch_pdl": True} if self.pdl else {}),
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 
 
@@ -52,27 +56,33 @@ def _expected_rows(max_m: int, expected_m) -> int:
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
 
-    From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-14, 2026-11-30): every
+    From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-16, 2026-11-30): every
     shape is fastest with two passes (decode B to e4m3 once per call, then a plain pipelined
-    FP8 GEMM), 1.2-1.5x faster than decoding inside the GEMM loop (the fused path, still
-    selectable through Config for experiments and tests). Few rows (hint up to 32): one
-    warpgroup on 64x32 tiles with 8 stages; up to 255: 64x64 with 4 stages, both in
-    grouped_gemm_kernel (weight tiles walking the token tiles, more CTAs to hide each K
-    step's serial wgmma wait). From 256 rows: grouped_tile_gemm_kernel, one 64x128 tile per
-    program, one warpgroup, 3 stages, TMA loads on sm_90+ (runs 13-14: 37.4 us at max_m 512
-    full against 46.8, 114.5 at 2048 full against 153.3; two or three CTAs per SM overlap
-    one CTA's fp32 promotion with another's MMA, where 128x128 tiles with two warpgroups
-    run one CTA per SM). The same choice is made for sm_100 (untested).
+    FP8 GEMM), 1.2-1.5x faster than decoding inside the GEMM loop. Pass 2 is
+    grouped_tile_gemm_kernel everywhere: one output tile per program over all of max_m (tiles
+    past masked_m only store zeros), so a hint that understates the rows costs nothing (run
+    16: max_m 256 with one full group and hint 1, 34.2 us through the hint-sized
+    grouped_gemm_kernel, 18.3 here). One warpgroup per tile, TMA loads on sm_90+; the tile
+    width follows the hint:
+    - from 256 rows: 64x128, 3 stages (runs 13-14: 37.4 us at max_m 512 full against 46.8
+      with 128x128 and two warpgroups; two or three CTAs per SM overlap one CTA's fp32
+      promotion with another's MMA);
+    - up to 32 rows with max_m <= 512: 64x32, 6 stages (twice the CTAs of 64x64 for the few
+      rows; beyond max_m 512 its zero tiles cost more: 49.4 against 44.2 us at max_m 4096);
+    - otherwise 64x64, 4 stages.
+    grouped_gemm_kernel (weight tiles walking the token tiles, hint-sized grid) stays
+    selectable through Config(tiles=False). The same choice is made for sm_100 (untested).
     """
     rows = _expected_rows(max_m, expected_m)
-    if rows <= 32:
-        # Decode-like: narrower weight tiles (twice the CTAs) and 8 stages measured 1-2.6 us
-        # faster (run 8: 18.2 against 20.0 us at max_m 64), but 5 us slower at ~96 rows.
-        return Config(BM=64, BN=32, swap=False, num_warps=4, num_stages=8, predec=True)
-    if rows < 256:
-        return Config(BM=64, BN=64, swap=False, num_warps=4, num_stages=4, predec=True)
-    return Config(BM=64, BN=128, swap=False, num_warps=4, num_stages=3, predec=True, tiles=True,
-                  tma=capability[0] >= 9)
+    sm90 = capability[0] >= 9
+    if rows >= 256:
+        bn, stages = 128, 3
+    elif rows <= 32 and max_m <= 512:
+        bn, stages = 32, 6
+    else:
+        bn, stages = 64, 4
+    return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
+                  tma=sm90, pdl=sm90 and PDL)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 

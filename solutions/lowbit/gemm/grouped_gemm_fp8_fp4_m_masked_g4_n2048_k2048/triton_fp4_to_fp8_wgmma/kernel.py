@@ -26,6 +26,11 @@ The fp8 MMA's partial sums are promoted to fp32 once per 128-K block
 import triton
 import triton.language as tl
 
+try:  # programmatic dependent launch (sm_90+); only kernels compiled with PDL=True use these
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+except ImportError:  # pragma: no cover - older Triton: PDL stays off
+    gdc_launch_dependents = gdc_wait = None
+
 
 @triton.jit
 def _e2m1_to_e4m3(code, dexp):
@@ -392,6 +397,7 @@ def grouped_tile_gemm_kernel(
     MAX_M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """Pass 2 for many rows per group: grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g), one output
     tile per program, token tiles fastest, so the programs that share a weight tile run side by
@@ -405,6 +411,8 @@ def grouped_tile_gemm_kernel(
     TMA (GPU, sm_90+): A and bq come through host-made tensor descriptors over the 2-D views
     [g * MAX_M, K] and [g * N, K] (rows past a group's end belong to the next group or are
     zero-filled, and are never stored). PLAIN: timing experiment only (no scales; wrong).
+    PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
+    while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
     """
     pid = tl.program_id(0)
     grp = tl.program_id(1)
@@ -421,6 +429,8 @@ def grouped_tile_gemm_kernel(
     n_valid = offs_n < N
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     if pid_m * BM < mm:
+        if PDL:
+            gdc_wait()  # bq and ref come from the decode pass
         a_rows = a_ptr + grp64 * MAX_M * K + tl.minimum(offs_m, MAX_M - 1).to(tl.int64) * K
         as_rows = as_ptr + grp64 * MAX_M * KB + offs_m.to(tl.int64) * KB
         q_rows = bq_ptr + grp64 * N * K + tl.minimum(offs_n, N - 1).to(tl.int64) * K
@@ -485,7 +495,8 @@ def _decode_words(w, d, USE_ASM: tl.constexpr):
 
 
 @triton.jit
-def decode_b_kernel(bw_ptr, bs_ptr, qw_ptr, ref_ptr, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr):
+def decode_b_kernel(bw_ptr, bs_ptr, qw_ptr, ref_ptr, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr,
+                    PDL: tl.constexpr = False):
     """Pass 1 of the two-pass path: grid (cdiv(N, BR), K / 128, g), one [BR rows, 128 K] block
     per program and no loop, so the whole grid streams B at once.
 
@@ -493,7 +504,12 @@ def decode_b_kernel(bw_ptr, bs_ptr, qw_ptr, ref_ptr, N, K, BR: tl.constexpr, USE
     bytes in k order) with the block's per-32 scales folded in as in the fused loop;
     ref[g, kb, n]: the block's fp32 multiplier, or -1 where the scales did not fold (those
     codes are left unscaled and the GEMM's correction loop handles the row exactly).
+    PDL: let pass 2 (launched as a programmatic dependent) start once every program here has
+    started; its programs then take SM slots as these retire, store their zero tiles at once
+    and wait (gdc_wait) for this grid's writes only where they need B.
     """
+    if PDL:
+        gdc_launch_dependents()
     pid_n = tl.program_id(0)
     kb = tl.program_id(1)
     grp64 = tl.program_id(2).to(tl.int64)

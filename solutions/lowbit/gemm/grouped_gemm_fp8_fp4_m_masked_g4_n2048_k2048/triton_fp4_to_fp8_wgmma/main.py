@@ -19,7 +19,7 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .heuristics import ZN, ZR, Config, choose_config, grid_split
-from .kernel import decode_b_kernel, grouped_gemm_kernel, grouped_tile_gemm_kernel
+from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 # The interpreter's fp32->bf16 cast truncates; the kernel rounds by hand there.
@@ -184,11 +184,16 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
                          f"got storage_offset {b_fp4.storage_offset()}")
     if config.tiles and (not config.predec or config.swap or config.split_k != 1):
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
-    tma_ok = config.tiles and dev.type == "cuda" and not _INTERPRET and torch.version.hip is None
-    if config.tma and not tma_ok:
-        if not chosen:
-            raise ValueError(f"config: tma needs tiles=True on a CUDA device (not the interpreter), got {config}")
-        config = dataclasses.replace(config, tma=False)  # the heuristic's choice, off CUDA
+    # TMA and programmatic dependent launch need an NVIDIA GPU (not the interpreter); the
+    # heuristic's choice falls back off CUDA, an explicit config is refused.
+    gpu_ok = config.tiles and dev.type == "cuda" and not _INTERPRET and torch.version.hip is None \
+        and gdc_wait is not None
+    for flag in ("tma", "pdl"):
+        if getattr(config, flag) and not gpu_ok:
+            if not chosen:
+                raise ValueError(f"config: {flag} needs tiles=True on a CUDA device (not the interpreter), "
+                                 f"got {config}")
+            config = dataclasses.replace(config, **{flag: False})
     if config.tiles:
         consts = dict(MANUAL_RNE=_INTERPRET, **config.tile_kwargs())
     else:
@@ -245,7 +250,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         bq_words = torch.empty((g, n, k // 4), dtype=torch.int32, device=c.device)
         ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=c.device)
         _launch(decode_b_kernel, plan.decode_grid, (b_fp4.view(torch.int32), b_scale, bq_words, ref, n, k),
-                dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], num_warps=cfg.decode_warps), plan.dev_index)
+                dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl, num_warps=cfg.decode_warps),
+                plan.dev_index)
         bq = bq_words.view(torch.float8_e4m3fn)
     if cfg.tiles:
         consts, a_desc, q_desc = plan.consts, c, c

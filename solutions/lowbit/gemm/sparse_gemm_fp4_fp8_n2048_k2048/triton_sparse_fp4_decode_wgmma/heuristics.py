@@ -43,6 +43,8 @@ F8_FROM_M = 257
 # check in run 14 too, but with less margin (worst 0.93 of the tolerance at m = 2048) and it
 # failed the harness in run 5; every 128 failed in run 13.
 ACC_K_HOPPER = 32
+# Decode and GEMM as a programmatic dependent launch pair on sm_90+ (GemmConfig.pdl).
+PDL = True
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
 DECODE_BLOCK = 512
@@ -130,14 +132,22 @@ class GemmConfig:
     # the GEMM's loads feed the fp16 dot directly (ACC_K forced to ACC_F16, SCALE 2^14);
     # False: dense e4m3 A (decode_a_kernel), B read as e4m3, SCALE 64.
     f16: bool = False
+    # The GEMM as a programmatic dependent launch of the decode (sm_90+, not the
+    # interpreter): it starts while the decode runs and waits for its writes in-kernel; the
+    # pointer GEMM on e4m3 A first prefetches its B rows (an input) into L2.
+    pdl: bool = False
 
     def as_kwargs(self):
         kw = dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m,
                   ACC_K=ACC_F16 if self.f16 else self.acc_k,
-                  SCALE=16384.0 if self.f16 else 64.0,
+                  SCALE=16384.0 if self.f16 else 64.0, PDL=self.pdl,
                   num_warps=self.num_warps, num_stages=self.num_stages)
+        if self.pdl:
+            kw["launch_pdl"] = True
         if self.path == "tma":
             kw["WS"] = self.ws
+        else:
+            kw["PREFETCH_B"] = self.pdl and not self.f16
         return kw
 
 
@@ -196,7 +206,7 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
         # promotions with another's MMA (run 14: 106.5 us at 8192 against 116.6 for 128x128
         # with two warpgroups; TMA 8% faster than pointers at 4096-8192).
         return GemmConfig(BM=64, BN=128, BK=tile_k(k, 128), num_warps=4, num_stages=4,
-                          acc_k=ACC_K_HOPPER, path="tma")
+                          acc_k=ACC_K_HOPPER, path="tma", pdl=PDL)
     if capability[0] == 9 and m >= F16_FROM_M:
         if m <= 256:
             cfg = GemmConfig(BM=64, BN=64, BK=64, num_warps=4, num_stages=4)
@@ -207,7 +217,7 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
         else:
             cfg = GemmConfig(BM=256, BN=128, BK=64, num_warps=8, num_stages=3)
         return GemmConfig(cfg.BM, cfg.BN, tile_k(k, cfg.BK), cfg.num_warps, cfg.num_stages,
-                          cfg.group_m, ACC_F16, "ptr", False, True)
+                          cfg.group_m, ACC_F16, "ptr", False, True, pdl=PDL)
     # Few rows: the GEMM is latency-bound with one warp per scheduler (ncu, run 8), so narrow
     # tiles that give 128+ CTAs win (runs 10-11, graph us: 32x32x256 with 3 stages 8.40 at
     # m = 2, 8.02 at 7, 8.43 at 48, 8.46 at 64, 9.37 at 96, 9.49 at 128, within 0.5 us of
@@ -225,7 +235,7 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     bk = tile_k(k, cfg.BK)
     acc_k = _acc_k(capability)
     return GemmConfig(cfg.BM, cfg.BN, bk, cfg.num_warps, cfg.num_stages, cfg.group_m, acc_k,
-                      path, cfg.ws)
+                      path, cfg.ws, pdl=PDL and capability[0] >= 9)
 
 
 def mma_small_config(m: int, n: int, k: int, capability=(9, 0), bw: int = 64, split: int = 8,

@@ -9,6 +9,11 @@ rounding; the kernels undo the power-of-two scale on the fp32 accumulator.
 import triton
 import triton.language as tl
 
+try:  # programmatic dependent launch (sm_90+); only kernels compiled with PDL=True use these
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+except ImportError:  # pragma: no cover - older Triton: PDL stays off
+    gdc_launch_dependents = gdc_wait = None
+
 @triton.jit
 def _fp16_scaled(code):
     """fp16 value of e2m1(code) * 2^-14 for a 4-bit code held in int32 (bit 3 = sign)."""
@@ -90,6 +95,17 @@ def _mma(a, b, acc, ACC_K: tl.constexpr):
 
 
 @triton.jit
+def _prefetch_rows_l2(row_ptrs, K):
+    """prefetch.global.L2 of every 128-byte line of K bytes from each row start (GPU only:
+    inline PTX; no registers held, nothing waited on)."""
+    lines = tl.arange(0, 16) * 128
+    for k0 in range(0, K, 2048):
+        ptrs = row_ptrs[:, None] + (k0 + lines)[None, :]
+        tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
+                                  dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
 def _tile_ids(pid, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
     """Grouped order: GROUP_M row tiles share each B column tile while it is in L2."""
     num_pid_m = tl.cdiv(M, BM)
@@ -101,9 +117,13 @@ def _tile_ids(pid, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constex
 
 
 @triton.jit
-def decode_a_kernel(vals_ptr, meta_ptr, words_ptr, total, BLOCK: tl.constexpr):
+def decode_a_kernel(vals_ptr, meta_ptr, words_ptr, total, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     """Dense e4m3 A (scaled by 2^-6) as one int32 word per group; a_vals/a_meta/words are
-    contiguous [m, k/4], so the work is a flat stream over m*k/4 groups."""
+    contiguous [m, k/4], so the work is a flat stream over m*k/4 groups.
+    PDL: let the GEMM (launched as a programmatic dependent) start as soon as every program
+    here has started: it prefetches B and waits (gdc_wait) for these writes."""
+    if PDL:
+        gdc_launch_dependents()
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < total
     v = tl.load(vals_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
@@ -113,13 +133,15 @@ def decode_a_kernel(vals_ptr, meta_ptr, words_ptr, total, BLOCK: tl.constexpr):
 
 @triton.jit
 def decode_f16_kernel(vals_ptr, meta_ptr, b_ptr, a16_ptr, b16_ptr, total_a, total_b, n_a,
-                      BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr):
+                      BLOCK_A: tl.constexpr, BLOCK_B: tl.constexpr, PDL: tl.constexpr = False):
     """Both GEMM operands as dense fp16 in one launch (every call: nothing is kept).
     Programs [0, n_a): BLOCK_A groups of A each -> 4 fp16 per group, e2m1 * 2^-14
     (_fp16_scaled; a repeated position gets the fp16 sum, exact); a_vals/a_meta/a16 are
     contiguous [m, k/4] / [m, k], so this is a flat stream over total_a = m*k/4 groups.
     Programs [n_a, ...): BLOCK_B elements of B each, e4m3 bytes (b_ptr read as int8) -> fp16
-    (exact: every e4m3 value is an fp16 value), total_b = n*k."""
+    (exact: every e4m3 value is an fp16 value), total_b = n*k. PDL: as decode_a_kernel."""
+    if PDL:
+        gdc_launch_dependents()
     pid = tl.program_id(0)
     # Names differ between the branches: a name bound in both must have one type there.
     if pid < n_a:
@@ -144,10 +166,14 @@ def decode_f16_kernel(vals_ptr, meta_ptr, b_ptr, a16_ptr, b16_ptr, total_a, tota
 @triton.jit
 def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                    ACC_K: tl.constexpr, SCALE: tl.constexpr):
+                    ACC_K: tl.constexpr, SCALE: tl.constexpr, PDL: tl.constexpr = False,
+                    PREFETCH_B: tl.constexpr = False):
     """c[M, N] = bf16(SCALE * a[M, K] @ b[N, K]^T) through pointers; K % BK == 0. Operands
     e4m3 (decode_a_kernel's A, SCALE 64) or both fp16 (decode_f16_kernel's, SCALE 2^14: the
-    loads then feed the fp16 dot directly, _mma's widening being a no-op)."""
+    loads then feed the fp16 dot directly, _mma's widening being a no-op).
+    PDL (launched as a programmatic dependent of the decode): wait for its writes first;
+    PREFETCH_B (B is an input, not a decode output): before waiting, pull this program's B
+    rows into L2, so the B stream overlaps the decode."""
     pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
@@ -155,6 +181,10 @@ def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_c
     # Rows past the end re-read valid rows (never stored) so the loads need no mask.
     rows = (offs_m % M).to(tl.int64)
     cols = (offs_n % N).to(tl.int64)
+    if PREFETCH_B:
+        _prefetch_rows_l2(b_ptr + cols * stride_bn, K)
+    if PDL:
+        gdc_wait()
     a_ptrs = a_ptr + rows[:, None] * stride_am + offs_k[None, :]
     b_ptrs = b_ptr + cols[None, :] * stride_bn + offs_k[:, None]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -170,11 +200,14 @@ def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_c
 @triton.jit
 def fp8_gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                        ACC_K: tl.constexpr, WS: tl.constexpr, SCALE: tl.constexpr):
+                        ACC_K: tl.constexpr, WS: tl.constexpr, SCALE: tl.constexpr,
+                        PDL: tl.constexpr = False):
     """Same product (e4m3 or fp16 operands, SCALE as above) with tensor descriptors (TMA on
     Hopper): out-of-range rows load as zero and are clipped on store. WS: let Triton split
     the loop into load and MMA warps (only this branch names warp_specialize, so older
-    Triton never sees it with WS off)."""
+    Triton never sees it with WS off). PDL: wait for the decode's writes first."""
+    if PDL:
+        gdc_wait()
     pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)
     off_m = pid_m * BM
     off_n = pid_n * BN

@@ -13,6 +13,7 @@ tickets return to 0), so no output or converted input is cached. The scratch is 
 streams would need their own (not the benchmark's use).
 """
 
+import dataclasses
 import os
 
 import torch
@@ -21,7 +22,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .heuristics import DECODE16_BLOCK_A, DECODE16_BLOCK_B, DECODE_BLOCK, K_MULTIPLE, choose
 from .kernel import (decode_a_kernel, decode_f16_kernel, fp8_gemm_kernel, fp8_gemm_tma_kernel,
-                     fused_gemm_kernel, small_m_fma_kernel, small_m_mma_kernel, stream_kernel)
+                     fused_gemm_kernel, gdc_wait, small_m_fma_kernel, small_m_mma_kernel, stream_kernel)
 
 DEF_N = 2048
 DEF_K = 2048
@@ -45,6 +46,10 @@ class _Device:
     def __init__(self, device):
         self.device = device
         self.cap = torch.cuda.get_device_capability(device) if device.type == "cuda" else (9, 0)
+        # Programmatic dependent launch needs an NVIDIA GPU; the heuristic may ask for it on
+        # (9, 0) elsewhere (e.g. the interpreter, which reports that capability here).
+        self.pdl_ok = (device.type == "cuda" and torch.version.hip is None and gdc_wait is not None
+                       and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"))
         self.configs = {}
         self.dense = self.part = self.tick = self.lut = None
 
@@ -208,7 +213,10 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c):
     st = _device_state(b_fp8)
     cfg = st.configs.get((m, n, k))
     if cfg is None:
-        cfg = st.configs[(m, n, k)] = choose(m, n, k, st.cap)
+        cfg = choose(m, n, k, st.cap)
+        if getattr(cfg, "pdl", False) and not st.pdl_ok:
+            cfg = dataclasses.replace(cfg, pdl=False)
+        st.configs[(m, n, k)] = cfg
     if cfg.path == "fma":
         return launch_small(a_vals, a_meta, b_fp8, c, cfg)
     if cfg.path == "mma_small":
@@ -259,20 +267,20 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, st=None):
     grid = (_cdiv(m, cfg.BM) * _cdiv(n, cfg.BN), 1, 1)
     if cfg.path == "fused":
         kwargs = cfg.as_kwargs()
-        kwargs.pop("SCALE")  # e4m3 in registers, scale 2^6 built in
-        kwargs.pop("WS", None)
+        for name in ("SCALE", "WS", "PDL", "PREFETCH_B", "launch_pdl"):  # e4m3 in registers, scale 2^6 built in
+            kwargs.pop(name, None)
         fused_gemm_kernel[grid](a_vals, a_meta, b_fp8, c, m, n, k, groups, k, n, **kwargs)
         return c
     st = st or _device_state(b_fp8)
     dev = b_fp8.get_device()
     total = m * groups
     if cfg.f16:
-        a_op, b_op = decode_f16(a_vals, a_meta, b_fp8, st)
+        a_op, b_op = decode_f16(a_vals, a_meta, b_fp8, st, pdl=cfg.pdl)
     else:
         # Workspace: dense e4m3 A (scaled by 2^-6), written as one int32 per group every call.
         dense_a = st.dense_a(m * k)
         _launch(decode_a_kernel, (_cdiv(total, DECODE_BLOCK), 1, 1),
-                (a_vals, a_meta, dense_a.view(torch.int32), total), _DECODE_OPTS, dev)
+                (a_vals, a_meta, dense_a.view(torch.int32), total), dict(_DECODE_OPTS, PDL=cfg.pdl), dev)
         a_op, b_op = dense_a.view(_FP8).view(m, k), b_fp8
     if cfg.path == "tma" and _tma_ok(b_op, c):
         a_desc = TensorDescriptor.from_tensor(a_op, [cfg.BM, cfg.BK])
@@ -282,11 +290,12 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, st=None):
     else:
         kwargs = cfg.as_kwargs()
         kwargs.pop("WS", None)  # a TMA config falling back to pointers (unaligned c or n)
+        kwargs.setdefault("PREFETCH_B", cfg.pdl and not cfg.f16)
         _launch(fp8_gemm_kernel, grid, (a_op, b_op, c, m, n, k, k, k, n), kwargs, dev)
     return c
 
 
-def decode_f16(a_vals, a_meta, b_fp8, st=None):
+def decode_f16(a_vals, a_meta, b_fp8, st=None, pdl=False):
     """One launch: fp16 A (m x k, scaled by 2^-14) and fp16 B (n x k) in the per-device
     workspace (B first), written every call; returns (a16, b16)."""
     (m, groups), (n, k) = a_vals.shape, b_fp8.shape
@@ -297,7 +306,7 @@ def decode_f16(a_vals, a_meta, b_fp8, st=None):
     n_a = _cdiv(total, DECODE16_BLOCK_A)
     _launch(decode_f16_kernel, (n_a + _cdiv(n * k, DECODE16_BLOCK_B), 1, 1),
             (a_vals, a_meta, b_fp8.view(torch.int8), a_op, b_op, total, n * k, n_a),
-            _DECODE16_OPTS, b_fp8.get_device())
+            dict(_DECODE16_OPTS, PDL=pdl), b_fp8.get_device())
     return a_op, b_op
 
 
