@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 
 DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
-# Pass 2 as a programmatic dependent launch on sm_90+ (the heuristic's choice; see Config.pdl).
+# Pass 2 as a programmatic dependent launch on sm_90+ from 256 rows (see choose_config).
 PDL = True
 
 
@@ -81,8 +81,10 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
         bn, stages = 32, 6
     else:
         bn, stages = 64, 4
+    # The dependent launch saved 0.7-0.9 us from 256 rows but cost 0.5-1.8 us below (run 17:
+    # early GEMM programs idle in gdc_wait on SM slots, and few-row calls have little to overlap).
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
-                  tma=sm90, pdl=sm90 and PDL)
+                  tma=sm90, pdl=sm90 and PDL and rows >= 256)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 
