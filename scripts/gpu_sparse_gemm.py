@@ -15,6 +15,8 @@ Modes (arguments; default all three):
   acc       fourth session: the FP8 MMA with fp32 promotion every 32/64/128 products on the
             harness's own inputs (magnitude-pruned Gaussian A from scripts/gen_workloads.py,
             B as FlashInfer-Bench draws it), 3 seeds, mismatches and time, beside the fp16 path.
+  pdlcheck  m = 8192 as the harness draws it (pruned meta, random vals, fresh B), PDL on/off,
+            each after an m = 4096 call that leaves other data in the workspace.
 A compact table is printed last; details go to $OUT/sparse_gemm_results.jsonl.
 
 Usage: cd /work/main; PYTHONUNBUFFERED=1 python3 scripts/gpu_sparse_gemm.py [validate] [sweep] [time]
@@ -309,6 +311,34 @@ def acc_mode():
     return rows
 
 
+def pdl_check():
+    """Harness run H' (fourth session) failed one m = 8192 output by 2.0 with the FP8 path and
+    the dependent launch on; the acc study (no PDL) never came near. Same inputs, both ways."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from gen_workloads import pruned_a
+    _, a_meta = pruned_a("sparse_gemm_fp4_fp8_n2048_k2048/pruned_meta_random_vals_m_8192", 8192)
+    a_meta = a_meta.to(DEV)
+    cfg = H.choose(8192, N, K, (9, 0))
+    other = make_harness_like(4096, 99)
+    for seed in range(3):
+        g = torch.Generator(device=DEV).manual_seed(500 + seed)
+        a_vals = torch.randint(-128, 128, (8192, K // 4), dtype=torch.int8, device=DEV, generator=g)
+        b = torch.randn(N, K, device=DEV, generator=g).clamp(-2, 2).to(torch.float8_e4m3fn)
+        ref = dense_a64(a_vals, a_meta) @ b.double().T
+        for pdl in (False, True):
+            fn = launcher(dataclasses.replace(cfg, pdl=pdl))
+            res = []
+            for rep in range(3):
+                c4 = torch.empty(4096, N, dtype=torch.bfloat16, device=DEV)
+                launcher(dataclasses.replace(H.choose(4096, N, K, (9, 0)), pdl=pdl))(*other, c4)
+                c = torch.full((8192, N), float("nan"), dtype=torch.bfloat16, device=DEV)
+                fn(a_vals, a_meta, b, c)
+                torch.cuda.synchronize()
+                bad, rel, mx = accuracy(c, ref)
+                res.append(f"{bad}/{mx:.3g}")
+            print(f"pdlcheck seed={seed} pdl={pdl}: mismatches/max_abs {res}", flush=True)
+
+
 def main():
     t0 = time.time()
     modes = set(sys.argv[1:]) or {"sweep", "validate", "time"}
@@ -319,6 +349,8 @@ def main():
     sweep_rows = []
     if "acc" in modes:
         acc_mode()
+    if "pdlcheck" in modes:
+        pdl_check()
     if "validate" in modes:
         for m in VALIDATE_M:
             for kind in ("random", "wellformed", "harness"):
