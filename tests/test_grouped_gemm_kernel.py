@@ -312,7 +312,7 @@ def test_heuristic_regimes_and_tma_key():
     for (max_m, hint), bn in widths.items():
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))
         assert cfg.tiles and cfg.tma and cfg.predec and cfg.BN == bn, (max_m, hint, cfg)
-        assert cfg.pdl == (bn == 128), cfg  # the dependent launch only for many rows
+        assert cfg.pdl == (heur.PDL and bn == 128), cfg  # the dependent launch only for many rows
     assert not heur.choose_config(512, None, 2048, (8, 0)).tma
     from triton.tools.tensor_descriptor import TensorDescriptor
     desc = TensorDescriptor.from_tensor(torch.zeros(64, 256, dtype=torch.float8_e4m3fn), [64, 128])

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 
 
 DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
-# Pass 2 as a programmatic dependent launch on sm_90+ from 256 rows (see choose_config).
-PDL = True
+# Pass 2 as a programmatic dependent launch on sm_90+ from 256 rows (see choose_config). Off:
+# it saved under 1 us (run 17), and the sparse solution's same pairing is the prime suspect
+# of a one-output harness failure that no run without it showed (harness run H', 2026-11-30);
+# not yet checked on a GPU (scripts/gpu_sparse_gemm.py pdlcheck).
+PDL = False
 
 
 @dataclass(frozen=True)
