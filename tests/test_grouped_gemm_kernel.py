@@ -305,9 +305,12 @@ def test_decode_pass_config_is_checked():
 
 
 def test_heuristic_regimes_and_tma_key():
-    """Every regime takes the one-tile-per-program kernel, TMA on sm_90+ and pointers before,
-    its tile width from the hint (and max_m for few rows); the fast relaunch keys a TMA
-    descriptor by dtype and block shape (hashable)."""
+    """From max_m 33 every regime takes the one-tile-per-program kernel, TMA on sm_90+ and
+    pointers before, its tile width from the hint (and max_m for few rows); smaller buckets
+    keep the walking kernel. The fast relaunch keys a TMA descriptor by dtype and block shape
+    (hashable)."""
+    for max_m in (1, 16, 32):
+        assert not heur.choose_config(max_m, 1, 2048, (9, 0)).tiles
     widths = {(512, None): 128, (2048, 1830): 128, (64, 20): 32, (256, 1): 32, (4096, 24): 64, (200, 123): 64}
     for (max_m, hint), bn in widths.items():
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))

@@ -59,10 +59,11 @@ def _expected_rows(max_m: int, expected_m) -> int:
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
 
-    From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-16, 2026-11-30): every
+    From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
+    G-H, 2026-11-30): every
     shape is fastest with two passes (decode B to e4m3 once per call, then a plain pipelined
     FP8 GEMM), 1.2-1.5x faster than decoding inside the GEMM loop. Pass 2 is
-    grouped_tile_gemm_kernel everywhere: one output tile per program over all of max_m (tiles
+    grouped_tile_gemm_kernel from max_m 33: one output tile per program over all of max_m (tiles
     past masked_m only store zeros), so a hint that understates the rows costs nothing (run
     16: max_m 256 with one full group and hint 1, 34.2 us through the hint-sized
     grouped_gemm_kernel, 18.3 here). One warpgroup per tile, TMA loads on sm_90+; the tile
@@ -72,12 +73,19 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
       promotion with another's MMA);
     - up to 32 rows with max_m <= 512: 64x32, 6 stages (twice the CTAs of 64x64 for the few
       rows; beyond max_m 512 its zero tiles cost more: 49.4 against 44.2 us at max_m 4096);
-    - otherwise 64x64, 4 stages.
-    grouped_gemm_kernel (weight tiles walking the token tiles, hint-sized grid) stays
+    - otherwise 64x64, 4 stages;
+    - except buckets of at most 32 rows (max_m <= 32), which keep grouped_gemm_kernel's 64x32
+      tiles (harness runs G and H, below).
+    grouped_gemm_kernel (weight tiles walking the token tiles, hint-sized grid) is otherwise
     selectable through Config(tiles=False). The same choice is made for sm_100 (untested).
     """
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
+    if max_m <= 32:
+        # A bucket of at most 32 rows: grouped_gemm_kernel's 64x32 tiles with 8 stages took
+        # 17.3 / 18.0 / 17.8 us at max_m 1 / 16 / 32 in harness run G, the one-tile kernel
+        # 21.5 / 20.4 / 18.4 in run H (same GPU, graph replay).
+        return Config(BM=64, BN=32, swap=False, num_warps=4, num_stages=8, predec=True)
     if rows >= 256:
         bn, stages = 128, 3
     elif rows <= 32 and max_m <= 512:
