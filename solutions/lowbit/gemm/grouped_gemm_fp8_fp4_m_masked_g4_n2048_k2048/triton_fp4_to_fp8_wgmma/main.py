@@ -15,7 +15,6 @@ from typing import NamedTuple
 
 import torch
 import triton
-
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .heuristics import ZN, ZR, Config, choose_config, grid_split
@@ -186,10 +185,9 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
     # TMA and programmatic dependent launch need an NVIDIA GPU (not the interpreter); the
     # heuristic's choice falls back off CUDA, an explicit config is refused.
-    gpu_ok = config.tiles and dev.type == "cuda" and not _INTERPRET and torch.version.hip is None \
-        and gdc_wait is not None
-    for flag in ("tma", "pdl"):
-        if getattr(config, flag) and not gpu_ok:
+    gpu_ok = config.tiles and dev.type == "cuda" and not _INTERPRET and torch.version.hip is None
+    for flag, ok in (("tma", gpu_ok), ("pdl", gpu_ok and gdc_wait is not None)):
+        if getattr(config, flag) and not ok:
             if not chosen:
                 raise ValueError(f"config: {flag} needs tiles=True on a CUDA device (not the interpreter), "
                                  f"got {config}")
