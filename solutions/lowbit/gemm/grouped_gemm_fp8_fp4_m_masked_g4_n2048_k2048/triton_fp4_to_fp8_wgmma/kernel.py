@@ -4,8 +4,9 @@ B in FP4 E2M1 (per-row per-32 float32 scale), bf16 out.
 The FP4 weights are decoded to e4m3 bit patterns with integer ops (every E2M1 value is exact in
 e4m3) and multiplied with an fp8 ``tl.dot`` (wgmma on sm_90, tcgen05 on sm_100). Two ways:
 - two passes (the default): ``decode_b_kernel`` writes B as e4m3 plus one fp32 multiplier per
-  row and 128-K block, then ``grouped_gemm_kernel`` with PREDEC loads it like any FP8 operand
-  (cp.async, pipelined by Triton);
+  row and 128-K block, then ``grouped_tile_gemm_kernel`` (one output tile per program, TMA or
+  pointer loads) or, for buckets of at most 32 rows, ``grouped_gemm_kernel`` with PREDEC loads
+  it like any FP8 operand (pipelined by Triton);
 - one pass: ``grouped_gemm_kernel`` decodes B inside its K loop (kept for experiments: Triton
   waits on each wgmma before the fp32 promotion, so decode and MMA never overlap in a CTA).
 
@@ -411,9 +412,9 @@ def grouped_tile_gemm_kernel(
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
     PDL: tl.constexpr = False,
 ):
-    """Pass 2 for many rows per group: grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g), one output
-    tile per program, token tiles fastest, so the programs that share a weight tile run side by
-    side and each decoded B tile comes from DRAM once.
+    """Pass 2 (the heuristic's choice from max_m 33): grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g),
+    one output tile per program, token tiles fastest, so the programs that share a weight tile
+    run side by side and each decoded B tile comes from DRAM once.
 
     B comes pre-decoded (bq, ref from decode_b_kernel). Tiles at or past
     clamp(masked_m[g], 0, MAX_M) store zeros and skip the GEMM; the others store rows < mm and
