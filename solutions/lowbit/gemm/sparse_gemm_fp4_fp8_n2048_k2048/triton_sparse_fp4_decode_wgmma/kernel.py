@@ -14,6 +14,7 @@ try:  # programmatic dependent launch (sm_90+); only kernels compiled with PDL=T
 except ImportError:  # pragma: no cover - older Triton: PDL stays off
     gdc_launch_dependents = gdc_wait = None
 
+
 @triton.jit
 def _fp16_scaled(code):
     """fp16 value of e2m1(code) * 2^-14 for a 4-bit code held in int32 (bit 3 = sign)."""
