@@ -196,15 +196,12 @@ def small_config(m: int, n: int, k: int) -> SmallConfig:
 
 
 def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
-    """Tiles measured on the H200 (runs 7 and 10 in docs/kernels/sparse_gemm.md, graph us at
-    n = k = 2048). On Hopper (exact fp16 MMA) from F16_FROM_M rows both operands go through fp16
-    workspaces (f16 = True) and the GEMM is a plain pipelined fp16 GEMM: 256: 13.6 us (run
-    6's path 16.2), 512: 16.9 (23.8), 1024: 22.2 (34.4), 2048: 39.0 (64.0), 4096: 72.2
-    (106.9), 8192: 138.1 (208.3). At 64 rows run 6's path (e4m3 A, both operands widened in
-    registers) stays: 11.2 us against 11.75 for the best fp16 tile (64x32). The descriptor
-    (TMA) GEMM was 2-3% faster on the GPU at 4096-8192 rows (70.6 / 134.1 us, 128x256x64)
-    but builds three TensorDescriptors per call on the host, so pointers are used.
-    Elsewhere: dense e4m3 A and the FP8 MMA (untested off Hopper)."""
+    """Tiles measured on the H200 (docs/kernels/sparse_gemm.md, graph us at n = k = 2048).
+    On Hopper: from F8_FROM_M rows dense e4m3 A and the TMA FP8 GEMM promoted every
+    ACC_K_HOPPER products (runs 13-14: 512: 13.2, 1024: 17.1, 8192: 106.5); F16_FROM_M to
+    F8_FROM_M - 1 rows both operands through fp16 workspaces (f16 = True) and a plain
+    pipelined fp16 GEMM (run 7: 13.6 us at 256); fewer rows dense e4m3 A widened to fp16 in
+    registers (ACC_F16). Elsewhere: dense e4m3 A and the FP8 MMA (untested off Hopper)."""
     if capability[0] == 9 and m >= F8_FROM_M:
         # One warpgroup on 64x128 tiles: two or three CTAs per SM overlap one CTA's fp32
         # promotions with another's MMA (run 14: 106.5 us at 8192 against 116.6 for 128x128
@@ -212,17 +209,10 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
         return GemmConfig(BM=64, BN=128, BK=tile_k(k, 128), num_warps=4, num_stages=4,
                           acc_k=ACC_K_HOPPER, path="tma", pdl=PDL)
     if capability[0] == 9 and m >= F16_FROM_M:
-        if m <= 256:
-            cfg = GemmConfig(BM=64, BN=64, BK=64, num_warps=4, num_stages=4)
-        elif m <= 512:
-            cfg = GemmConfig(BM=64, BN=128, BK=64, num_warps=4, num_stages=4)
-        elif m <= 2048:
-            cfg = GemmConfig(BM=128, BN=128, BK=64, num_warps=4, num_stages=4)
-        else:
-            cfg = GemmConfig(BM=256, BN=128, BK=64, num_warps=8, num_stages=3)
-        # No dependent launch here: it measured 17.5 us against 13.4 at m = 256 (run 17).
-        return GemmConfig(cfg.BM, cfg.BN, tile_k(k, cfg.BK), cfg.num_warps, cfg.num_stages,
-                          cfg.group_m, ACC_F16, "ptr", False, True)
+        # Only m = F16_FROM_M..F8_FROM_M - 1 (129..256) get here. No dependent launch: it
+        # measured 17.5 us against 13.4 at m = 256 (run 17).
+        return GemmConfig(BM=64, BN=64, BK=tile_k(k, 64), num_warps=4, num_stages=4, acc_k=ACC_F16,
+                          path="ptr", f16=True)
     # Few rows: the GEMM is latency-bound with one warp per scheduler (ncu, run 8), so narrow
     # tiles that give 128+ CTAs win (runs 10-11, graph us: 32x32x256 with 3 stages 8.40 at
     # m = 2, 8.02 at 7, 8.43 at 48, 8.46 at 64, 9.37 at 96, 9.49 at 128, within 0.5 us of
