@@ -343,30 +343,28 @@ def validate_mode():
                 print(f"validate KNOWN LIMIT {exc}", flush=True)
         cfg = H.choose_config(max_m, exp, N, torch.cuda.get_device_capability())
         print(f"validate max_m={max_m} masked={masked} {sc} hint={exp}: ok [{cfg}]", flush=True)
-    # GPU time of run() and of the same config without the dependent launch (pdl=False).
+    # GPU time of run() and, where the one-tile kernel runs, of the same config with the
+    # dependent launch switched the other way (H.PDL decides the default).
     cap = torch.cuda.get_device_capability()
     for wname, max_m, masked, exp, sc in [(*w, "ue8m0") for w in WORKLOADS] + [("m128wide", 128, [20, 28, 16, 24], 26, "wide")]:
         a, a_s, b, b_s, mm = make(max_m, masked, seed=7, scales=sc)
         c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
-        nopdl = dataclasses.replace(H.choose_config(max_m, exp, N, cap), pdl=False)
-        row = {v: time_call(fn, [a, a_s, b, b_s, mm, exp, c], L2, reps=20).median_us
-               for v, fn in (("default", default_fn), ("nopdl", variant_fn(nopdl)))}
+        cfg = H.choose_config(max_m, exp, N, cap)
+        fns = [("default", default_fn)]
+        if cfg.tiles:  # PDL needs the one-tile kernel
+            fns.append((f"pdl={not cfg.pdl}", variant_fn(dataclasses.replace(cfg, pdl=not cfg.pdl))))
+        row = {v: time_call(fn, [a, a_s, b, b_s, mm, exp, c], L2, reps=20).median_us for v, fn in fns}
         print(f"validate {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
 
 
+MODES = {"--validate": validate_mode, "--tiles": tiles_mode, "--decode": decode_mode,
+         "--stages": stages_mode, "--ncu": ncu_mode, "--gemm-only": gemm_only_mode}
+
+
 def main_():
-    if "--validate" in sys.argv:
-        return validate_mode()
-    if "--tiles" in sys.argv:
-        return tiles_mode()
-    if "--decode" in sys.argv:
-        return decode_mode()
-    if "--stages" in sys.argv:
-        return stages_mode()
-    if "--ncu" in sys.argv:
-        return ncu_mode()
-    if "--gemm-only" in sys.argv:
-        return gemm_only_mode()
+    for flag, mode in MODES.items():
+        if flag in sys.argv:
+            return mode()
     quick = "--quick" in sys.argv
     p = torch.cuda.get_device_properties(0)
     print(f"GPU {p.name} sms={p.multi_processor_count} cap={torch.cuda.get_device_capability()} "

@@ -41,6 +41,8 @@ from triton_sparse_fp4_decode_wgmma import main as sol  # noqa: E402
 sys.path.insert(0, str(ROOT / "src"))
 from lowbit_gemm.bench.timing import time_after_memset, time_call  # noqa: E402
 from lowbit_gemm.oracle import sparse_gemm_oracle  # noqa: E402
+sys.path.insert(0, str(ROOT / "scripts"))
+from gen_workloads import pruned_a  # noqa: E402  (the harness's pruned A, same generator)
 
 N = K = 2048
 L2_BYTES = 60 << 20
@@ -251,8 +253,6 @@ def make_pruned(m, seed):
     """The harness's inputs for the pruned_m_* workloads: A from scripts/gen_workloads.py's
     pruned_a (magnitude-pruned Gaussian), B = randn clamped to [-2, 2] in e4m3 (FlashInfer-Bench's
     random fp8)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from gen_workloads import pruned_a
     a_vals, a_meta = pruned_a(f"acc-study/{seed}", m)
     g = torch.Generator(device=DEV).manual_seed(seed)
     b = torch.randn(N, K, device=DEV, generator=g).clamp(-2, 2).to(torch.float8_e4m3fn)
@@ -314,8 +314,6 @@ def acc_mode():
 def pdl_check():
     """Harness run H' (fourth session) failed one m = 8192 output by 2.0 with the FP8 path and
     the dependent launch on; the acc study (no PDL) never came near. Same inputs, both ways."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from gen_workloads import pruned_a
     _, a_meta = pruned_a("sparse_gemm_fp4_fp8_n2048_k2048/pruned_meta_random_vals_m_8192", 8192)
     a_meta = a_meta.to(DEV)
     cfg = H.choose(8192, N, K, (9, 0))
@@ -389,9 +387,9 @@ def main():
             try:
                 cfg = H.choose(m, N, K, torch.cuda.get_device_capability())
                 r = dict(cfg=cfg, graph=bench_graph(fn), harness=bench_harness(fn), host=host_us(fn))
-                if getattr(cfg, "pdl", False):  # the same config without the dependent launch
-                    off = launcher(dataclasses.replace(cfg, pdl=False))
-                    r["graph_nopdl"] = bench_graph(lambda: off(a_vals, a_meta, b, c))
+                if cfg.path in ("ptr", "tma") and not cfg.f16:  # the dependent launch the other way
+                    other = launcher(dataclasses.replace(cfg, pdl=not cfg.pdl))
+                    r["graph_pdl_flip"] = (not cfg.pdl, bench_graph(lambda: other(a_vals, a_meta, b, c)))
                 fast, sol._FAST = sol._FAST, False  # Triton's own launch path, for comparison
                 try:
                     r["harness_jit"], r["host_jit"] = bench_harness(fn), host_us(fn)
@@ -417,8 +415,9 @@ def main():
         desc = (f"{c.path} BW{c.BW} BT{c.BT} BK{c.BK} s{c.split} w{c.num_warps} st{c.num_stages}"
                 if c.path == "mma_small" else f"{c.path}{'16' if getattr(c, 'f16', False) else ''} " + " ".join(
                     f"{k}{getattr(c, k)}" for k in ("BM", "BN", "BK", "num_warps", "num_stages")))
-        nopdl = f" (no PDL {r['graph_nopdl']:7.2f})" if "graph_nopdl" in r else ""
-        print(f"run m={m:5d} graph={r['graph']:7.2f}{nopdl} harness={r['harness']:7.2f} host={r['host']:6.2f} "
+        flip = (f" (pdl={r['graph_pdl_flip'][0]} {r['graph_pdl_flip'][1]:7.2f})"
+                if "graph_pdl_flip" in r else "")
+        print(f"run m={m:5d} graph={r['graph']:7.2f}{flip} harness={r['harness']:7.2f} host={r['host']:6.2f} "
               f"(Triton launch path: harness={r['harness_jit']:7.2f} host={r['host_jit']:6.2f})  [{desc}]")
 
 
