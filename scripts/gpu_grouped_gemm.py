@@ -32,6 +32,8 @@ from lowbit_gemm.bench.timing import time_call  # noqa: E402
 from lowbit_gemm.oracle import check_accuracy  # noqa: E402
 from lowbit_gemm.quantize import quantize_act_fp8_per128, quantize_weight_fp4_per32  # noqa: E402
 from lowbit_gemm.solutions import load_solution  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_workloads import wide_b_scale  # noqa: E402  (the harness's wide scales, same generator)
 
 DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
 main = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma")
@@ -70,6 +72,10 @@ def make(max_m, masked, seed=0, scales="ue8m0"):
         a_s = a_s * (torch.rand(a_s.shape, device=dev, generator=gen) * 3 - 1)
     elif scales == "wide":  # most 128-blocks spread over > 11 binades: the correction loop
         b_s = b_s * torch.exp2(torch.randint(-16, 17, b_s.shape, device=dev, generator=gen).float())
+    elif scales == "wide30":  # the harness's wide-scale workload: >= 30 binades in every block
+        b_s = wide_b_scale("gpu_grouped_gemm/wide30").to(dev)
+    elif scales == "nonpow2":  # any positive floats: nothing folds
+        b_s = torch.rand(b_s.shape, device=dev, generator=gen) * 0.01 + 1e-4
     elif scales == "spread":
         b_s = torch.exp2(torch.randint(-14, -3, b_s.shape, device=dev, generator=gen).float())
     mm = torch.tensor(masked, dtype=torch.int32, device=dev)
@@ -131,7 +137,7 @@ def decode_only(a, a_s, b, b_s, mm, exp, c):
     k = 2 * kh
     bq = torch.empty((g, n, k // 4), dtype=torch.int32, device=dev)
     ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=dev)
-    main.decode_b_kernel[(-(-n // H.DECODE_ROWS), k // 128, g)](b.view(torch.int32), b_s, bq, ref, n, k,
+    main.decode_b_kernel[(-(-n // H.DECODE_ROWS), k // 128, g)](b.view(torch.int32), b_s, mm, bq, ref, a.shape[1], n, k,
                                                                BR=H.DECODE_ROWS, USE_ASM=True, num_warps=4)
 
 
@@ -184,7 +190,7 @@ def gemm_only_mode():
         c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
         bq = torch.empty((G, N, K // 4), dtype=torch.int32, device=dev)
         ref = torch.empty((G, K // 128, N), dtype=torch.float32, device=dev)
-        main.decode_b_kernel[(-(-N // H.DECODE_ROWS), K // 128, G)](b.view(torch.int32), b_s, bq, ref, N, K,
+        main.decode_b_kernel[(-(-N // H.DECODE_ROWS), K // 128, G)](b.view(torch.int32), b_s, mm, bq, ref, max_m, N, K,
                                                                    BR=H.DECODE_ROWS, USE_ASM=True, num_warps=4)
         bq8 = bq.view(torch.float8_e4m3fn)
         row = {}
@@ -319,7 +325,9 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     (64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120),
     (300, [300, 0, 77, 1000], "spread", 280), (512, [512] * 4, "ue8m0", 512),
     (777, [777, 500, -5, 9000], "adversarial", 700), (2048, [2048, 1999, 1, 0], "ue8m0", 1500),
-    (4096, [192, 3000, 0, 4096], "adversarial", None), (128, [20, 28, 16, 24], "wide", 26)]
+    (4096, [192, 3000, 0, 4096], "adversarial", None), (128, [20, 28, 16, 24], "wide", 26),
+    (128, [20, 28, 16, 24], "wide30", 26), (300, [300, 0, 77, 1000], "nonpow2", 280),
+    (256, [0, 0, 0, 0], "ue8m0", 0), (256, [0, 256, 0, 0], "ue8m0", 1)]
 
 
 def validate_mode():
@@ -346,7 +354,9 @@ def validate_mode():
     # GPU time of run() and, where the one-tile kernel runs, of the same config with the
     # dependent launch switched the other way (H.PDL decides the default).
     cap = torch.cuda.get_device_capability()
-    for wname, max_m, masked, exp, sc in [(*w, "ue8m0") for w in WORKLOADS] + [("m128wide", 128, [20, 28, 16, 24], 26, "wide")]:
+    for wname, max_m, masked, exp, sc in [(*w, "ue8m0") for w in WORKLOADS] + [
+            ("m128wide", 128, [20, 28, 16, 24], 26, "wide"), ("m128wide30", 128, [20, 28, 16, 24], 26, "wide30"),
+            ("m256zero", 256, [0, 0, 0, 0], 0, "ue8m0"), ("m512nonpow2", 512, [512] * 4, 512, "nonpow2")]:
         a, a_s, b, b_s, mm = make(max_m, masked, seed=7, scales=sc)
         c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
         cfg = H.choose_config(max_m, exp, N, cap)

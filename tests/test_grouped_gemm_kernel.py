@@ -105,10 +105,24 @@ def test_wide_and_non_power_of_two_scales_fallback(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 20], dtype=torch.int32), CONFIGS[orient])
 
 
-def test_all_scales_nonfoldable():
+@pytest.mark.parametrize("orient", ["normal", "tiles"])
+def test_all_scales_nonfoldable(orient):
+    # "tiles": every tile takes the exact per-32 loop instead of the FP8 main loop.
     a, a_s, b, b_s = make(2, 20, 32, 256, seed=6)
     b_s = torch.rand(b_s.shape, generator=torch.Generator().manual_seed(7)) * 0.01 + 1e-4
-    check(a, a_s, b, b_s, torch.tensor([20, 7], dtype=torch.int32), NORMAL)
+    check(a, a_s, b, b_s, torch.tensor([20, 7], dtype=torch.int32), CONFIGS[orient])
+
+
+def test_tiles_fallback_guess_from_first_block():
+    # Weight rows 0-31 (the first 32-wide tile) have no foldable first block but fold later
+    # (the exact loop must apply those later, folded scales too); rows 32-63 fold everywhere
+    # except row 40's last block (FP8 main loop, then the correction loop).
+    a, a_s, b, b_s = make(2, 20, 64, 512, seed=8)
+    gen = torch.Generator().manual_seed(9)
+    b_s = torch.exp2(torch.randint(-7, -4, b_s.shape, generator=gen).float())
+    b_s[:, :32, 0:4] = torch.rand(2, 32, 4, generator=gen) * 0.05 + 1e-3
+    b_s[:, 40, 12:16] = -0.3
+    check(a, a_s, b, b_s, torch.tensor([20, 17], dtype=torch.int32), TILES)
 
 
 @pytest.mark.parametrize("max_m,expected", [(24, 8), (200, None), (300, 280)])

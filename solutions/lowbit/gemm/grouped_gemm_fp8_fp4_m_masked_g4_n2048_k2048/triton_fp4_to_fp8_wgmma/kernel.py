@@ -405,6 +405,97 @@ def grouped_gemm_kernel(
 
 
 @triton.jit
+def _a_rows(a_ptr, grp64, offs_m, MAX_M, K):
+    return a_ptr + grp64 * MAX_M * K + offs_m.to(tl.int64) * K
+
+
+@triton.jit
+def _as_rows(as_ptr, grp64, offs_m, MAX_M, K):
+    return as_ptr + grp64 * MAX_M * (K // 128) + offs_m.to(tl.int64) * (K // 128)
+
+
+@triton.jit
+def _b_rows(b_ptr, grp64, offs_n, N, K):
+    return b_ptr + grp64 * N * (K // 2) + offs_n.to(tl.int64) * (K // 2)
+
+
+@triton.jit
+def _bs_rows(bs_ptr, grp64, offs_n, N, K):
+    return bs_ptr + grp64 * N * (K // 32) + offs_n.to(tl.int64) * (K // 32)
+
+
+@triton.jit
+def _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
+                 grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
+                 BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, USE_ASM: tl.constexpr,
+                 CORR_ASM: tl.constexpr, PLAIN: tl.constexpr):
+    """grouped_tile_gemm_kernel's usual tile: the FP8 main loop over the decoded B with one
+    fp32 promotion per 128-K block, then the correction loop for rows whose scales did not
+    fold (ref < 0) in some block."""
+    KB = K // 128
+    # Token rows past MAX_M and weight rows past N are clamped to valid ones: their results
+    # are never stored, and each output row depends only on its own A row.
+    a_rows = _a_rows(a_ptr, grp64, tl.minimum(offs_m, MAX_M - 1), MAX_M, K)
+    as_rows = _as_rows(as_ptr, grp64, offs_m, MAX_M, K)
+    q_rows = bq_ptr + grp64 * N * K + tl.minimum(offs_n, N - 1).to(tl.int64) * K
+    k128 = tl.arange(0, 128)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    bad_rows = tl.zeros((BN,), dtype=tl.int32)
+    # The block scales feed the fp32 promotion, not the dot, so Triton's pipeliner does not
+    # prefetch them: they are loaded one K block ahead by hand.
+    a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
+    ref_next = ref_first
+    for kb in range(0, KB):
+        if TMA:
+            a = a_desc.load([grp * MAX_M + pid_m * BM, kb * 128])
+            bdec = bq_desc.load([grp * N + pid_n * BN, kb * 128])
+        else:
+            a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]))
+            bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]))
+        a_s = a_s_next
+        a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
+        ref_raw = ref_next
+        ref_next = tl.load(ref_rows + tl.minimum(kb + 1, KB - 1) * N, mask=n_valid, other=0.0)
+        # ref < 0 marks a row whose scales did not fold (its bq codes are unscaled).
+        bad_rows = bad_rows | (ref_raw < 0.0).to(tl.int32)
+        ref = tl.maximum(ref_raw, 0.0)
+        if PLAIN:
+            acc = tl.dot(a, tl.trans(bdec), acc)
+        else:
+            acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
+    if tl.max(bad_rows, axis=0) != 0:
+        acc = _correct_tile(acc, _a_rows(a_ptr, grp64, offs_m, MAX_M, K), as_rows, _b_rows(b_ptr, grp64, offs_n, N, K),
+                            _bs_rows(bs_ptr, grp64, offs_n, N, K), m_valid, n_valid, 0, KB, K // 2, BN,
+                            False, True, USE_ASM and CORR_ASM)
+    return acc
+
+
+@triton.jit
+def _exact_tile(a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, K, BM: tl.constexpr, BN: tl.constexpr,
+                USE_ASM: tl.constexpr):
+    """[BM, BN] fp32 tile from the raw codes and the exact scales, any finite values: one K=32
+    dot per 32-group on fp16 operands (e4m3 and E2M1 values and their products are exact in
+    fp16, and the fp16 MMA accumulates in fp32), scaled in fp32 by a_scale x b_scale. One flat
+    loop without branches, so Triton pipelines the A and B loads; the scales feed the
+    promotion, not the dot, so they are loaded one step ahead by hand."""
+    KS = K // 32
+    k32 = tl.arange(0, 32)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
+    s_next = tl.load(bs_rows, mask=n_valid, other=0.0)
+    for st in range(0, KS):
+        a = tl.load(a_rows[:, None] + (st * 32 + k32[None, :]), mask=m_valid[:, None], other=0.0)
+        braw = _decode_block(b_rows, n_valid, K // 2, st * 16, 0, BN, 1, USE_ASM)
+        a_s = a_s_next
+        s_j = s_next
+        nxt = tl.minimum(st + 1, KS - 1)
+        a_s_next = tl.load(as_rows + nxt // 4, mask=m_valid, other=0.0)
+        s_next = tl.load(bs_rows + nxt, mask=n_valid, other=0.0)
+        acc += tl.dot(a.to(tl.float16), tl.trans(braw.to(tl.float16))) * (a_s[:, None] * s_j[None, :])
+    return acc
+
+
+@triton.jit
 def grouped_tile_gemm_kernel(
     a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
     MAX_M, N, K,
@@ -444,40 +535,21 @@ def grouped_tile_gemm_kernel(
     if pid_m * BM < mm:
         if PDL:
             gdc_wait()  # bq and ref come from the decode pass
-        a_rows = a_ptr + grp64 * MAX_M * K + tl.minimum(offs_m, MAX_M - 1).to(tl.int64) * K
-        as_rows = as_ptr + grp64 * MAX_M * KB + offs_m.to(tl.int64) * KB
-        q_rows = bq_ptr + grp64 * N * K + tl.minimum(offs_n, N - 1).to(tl.int64) * K
         ref_rows = ref_ptr + grp64 * KB * N + offs_n
-        k128 = tl.arange(0, 128)
-        bad_rows = tl.zeros((BN,), dtype=tl.int32)
-        # The block scales feed the fp32 promotion, not the dot, so Triton's pipeliner does
-        # not prefetch them: they are loaded one K block ahead by hand.
-        a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
-        ref_next = tl.load(ref_rows, mask=n_valid, other=0.0)
-        for kb in range(0, KB):
-            if TMA:
-                a = a_desc.load([grp * MAX_M + pid_m * BM, kb * 128])
-                bdec = bq_desc.load([grp * N + pid_n * BN, kb * 128])
-            else:
-                a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]))
-                bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]))
-            a_s = a_s_next
-            a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
-            ref_raw = ref_next
-            ref_next = tl.load(ref_rows + tl.minimum(kb + 1, KB - 1) * N, mask=n_valid, other=0.0)
-            # ref < 0 marks a row whose scales did not fold (its bq codes are unscaled).
-            bad_rows = bad_rows | (ref_raw < 0.0).to(tl.int32)
-            ref = tl.maximum(ref_raw, 0.0)
-            if PLAIN:
-                acc = tl.dot(a, tl.trans(bdec), acc)
-            else:
-                acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
-        if tl.max(bad_rows, axis=0) != 0:
-            b_rows = b_ptr + grp64 * N * (K // 2) + offs_n.to(tl.int64) * (K // 2)
-            bs_rows = bs_ptr + grp64 * N * (K // 32) + offs_n.to(tl.int64) * (K // 32)
-            a_rows_m = a_ptr + grp64 * MAX_M * K + offs_m.to(tl.int64) * K
-            acc = _correct_tile(acc, a_rows_m, as_rows, b_rows, bs_rows, m_valid, n_valid, 0, KB,
-                                K // 2, BN, False, True, USE_ASM and CORR_ASM)
+        ref_first = tl.load(ref_rows, mask=n_valid, other=0.0)
+        # A tile none of whose weight rows folds its first block is taken for a fallback tile
+        # (scales that are not powers of two, or widely spread, come whole tensors at a time):
+        # it skips the FP8 main loop, whose every block the correction loop would redo, and
+        # runs the exact per-32 loop over all of K instead. Exact either way; only the speed
+        # depends on the guess.
+        if tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0:
+            acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
+                               grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
+                               BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
+        else:
+            acc = _exact_tile(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
+                              _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
+                              m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
         acc = tl.where(m_valid[:, None], acc, 0.0)
     out = _to_bf16(acc, MANUAL_RNE)
     c_ptrs = c_ptr + grp64 * MAX_M * N + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
@@ -508,8 +580,8 @@ def _decode_words(w, d, USE_ASM: tl.constexpr):
 
 
 @triton.jit
-def decode_b_kernel(bw_ptr, bs_ptr, qw_ptr, ref_ptr, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr,
-                    PDL: tl.constexpr = False):
+def decode_b_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: tl.constexpr,
+                    USE_ASM: tl.constexpr, PDL: tl.constexpr = False):
     """Pass 1 of the two-pass path: grid (cdiv(N, BR), K / 128, g), one [BR rows, 128 K] block
     per program and no loop, so the whole grid streams B at once.
 
@@ -517,15 +589,24 @@ def decode_b_kernel(bw_ptr, bs_ptr, qw_ptr, ref_ptr, N, K, BR: tl.constexpr, USE
     bytes in k order) with the block's per-32 scales folded in as in the fused loop;
     ref[g, kb, n]: the block's fp32 multiplier, or -1 where the scales did not fold (those
     codes are left unscaled and the GEMM's correction loop handles the row exactly).
+    Groups with clamp(masked_m[g], 0, MAX_M) = 0 are skipped: pass 2 reads no B of a group
+    without rows (mm_ptr is masked_m, read here on the device).
     PDL: let pass 2 (launched as a programmatic dependent) start once every program here has
     started; its programs then take SM slots as these retire, store their zero tiles at once
     and wait (gdc_wait) for this grid's writes only where they need B.
     """
     if PDL:
         gdc_launch_dependents()
+    grp = tl.program_id(2)
+    if tl.minimum(tl.load(mm_ptr + grp), MAX_M) > 0:
+        _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp.to(tl.int64), N, K, BR, USE_ASM)
+
+
+@triton.jit
+def _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp64, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr):
+    """decode_b_kernel's block (program ids 0 and 1: weight-row block and 128-K block)."""
     pid_n = tl.program_id(0)
     kb = tl.program_id(1)
-    grp64 = tl.program_id(2).to(tl.int64)
     KB = K // 128
     KS = K // 32
     offs_n = pid_n * BR + tl.arange(0, BR)

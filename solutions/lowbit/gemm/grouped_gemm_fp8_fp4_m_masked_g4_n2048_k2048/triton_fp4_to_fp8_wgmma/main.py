@@ -247,7 +247,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale.
         bq_words = torch.empty((g, n, k // 4), dtype=torch.int32, device=c.device)
         ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=c.device)
-        _launch(decode_b_kernel, plan.decode_grid, (b_fp4.view(torch.int32), b_scale, bq_words, ref, n, k),
+        _launch(decode_b_kernel, plan.decode_grid,
+                (b_fp4.view(torch.int32), b_scale, masked_m, bq_words, ref, max_m, n, k),
                 dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl, num_warps=cfg.decode_warps),
                 plan.dev_index)
         bq = bq_words.view(torch.float8_e4m3fn)

@@ -1,0 +1,136 @@
+"""Where FlashInfer-Bench's figures go beyond GPU time: host time per call of both solutions.
+
+The harness times each call from an idle GPU (clone the inputs, synchronize, start event,
+call, end event), so the Python work and the launches before the last kernel starts are
+inside its figure. Per case this prints:
+- harness: that measurement, replayed here (mean over 100 calls, 256 MiB zeroed before each);
+- gpu: the project's GPU time (CUDA-graph replay, L2 cold, median);
+- enqueue: host time until run() returns (median, GPU idle before each call);
+- python: the same with the kernel launches replaced by no-ops (checks, plan lookup,
+  workspace allocation, TMA descriptor objects);
+- one column per launch: that launch alone, same arguments (Triton's launcher, TMA
+  descriptor encoding included).
+
+Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.py
+"""
+
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+from lowbit_gemm.bench.timing import time_call  # noqa: E402
+from lowbit_gemm.solutions import load_solution  # noqa: E402
+
+GROUPED = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
+SPARSE = "sparse_gemm_fp4_fp8_n2048_k2048"
+dev = torch.device("cuda")
+L2 = torch.cuda.get_device_properties(0).L2_cache_size
+N = K = 2048
+
+
+def grouped_inputs(max_m, masked, hint, seed=0):
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    a = torch.randn(4, max_m, K, device=dev, generator=gen).to(torch.float8_e4m3fn)
+    a_s = torch.rand(4, max_m, K // 128, device=dev, generator=gen) + 0.5
+    b = torch.randint(0, 256, (4, N, K // 2), device=dev, generator=gen, dtype=torch.uint8)
+    b_s = torch.exp2(torch.randint(-8, -5, (4, N, K // 32), device=dev, generator=gen).float())
+    mm = torch.tensor(masked, dtype=torch.int32, device=dev)
+    c = torch.empty(4, max_m, N, dtype=torch.bfloat16, device=dev)
+    return [a, a_s, b, b_s, mm, hint, c]
+
+
+def sparse_inputs(m, seed=0):
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    vals = torch.randint(-128, 128, (m, K // 4), device=dev, generator=gen, dtype=torch.int8)
+    meta = torch.randint(0, 256, (m, K // 4), device=dev, generator=gen, dtype=torch.uint8)
+    b = torch.randn(N, K, device=dev, generator=gen).clamp(-2, 2).to(torch.float8_e4m3fn)
+    c = torch.empty(m, N, dtype=torch.bfloat16, device=dev)
+    return [vals, meta, b, c]
+
+
+def harness_like(fn, args, reps=100):
+    """FlashInfer-Bench 0.1.2's do_bench with setup (bench/timing.py), mean in us."""
+    cache = torch.empty(64 << 20, dtype=torch.int32, device=dev)
+    times = []
+    for i in range(reps + 10):
+        cache.zero_()
+        cloned = [x.clone() if isinstance(x, torch.Tensor) else x for x in args]
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn(*cloned)
+        e.record()
+        torch.cuda.synchronize()
+        if i >= 10:
+            times.append(s.elapsed_time(e) * 1e3)
+    return statistics.mean(times)
+
+
+def enqueue_us(fn, reps=300):
+    times = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e6
+
+
+def breakdown(mod, args):
+    """(python us, [per-launch us]) for one solution module whose run() launches through
+    mod._launch."""
+    real = mod._launch
+    recs = []
+    mod._launch = lambda *a: recs.append(a)
+    try:
+        mod.run(*args)
+        py = enqueue_us(lambda: mod.run(*args))
+    finally:
+        mod._launch = real
+    return py, [enqueue_us(lambda r=r: real(*r)) for r in recs], [r[0].fn.__name__ if hasattr(r[0], "fn")
+                                                                   else getattr(r[0], "__name__", "?") for r in recs]
+
+
+def main():
+    p = torch.cuda.get_device_properties(0)
+    print(f"GPU {p.name} torch {torch.__version__} triton {triton.__version__} "
+          f"python {sys.version.split()[0]} date {time.strftime('%Y-%m-%d')}", flush=True)
+    g = load_solution(GROUPED, "lowbit", "triton_fp4_to_fp8_wgmma")
+    s = load_solution(SPARSE, "lowbit", "triton_sparse_fp4_decode_wgmma")
+    cases = [
+        ("grouped max_m=32", g, grouped_inputs(32, [8, 32, 17, 25], 21)),
+        ("grouped max_m=64", g, grouped_inputs(64, [8, 21, 32, 13], 19)),
+        ("grouped max_m=512", g, grouped_inputs(512, [512] * 4, 512)),
+        ("sparse m=64", s, sparse_inputs(64)),
+        ("sparse m=1024", s, sparse_inputs(1024)),
+        ("sparse m=4096", s, sparse_inputs(4096)),
+    ]
+    rows = []
+    for name, mod, args in cases:
+        mod.run(*args)  # compile
+        torch.cuda.synchronize()
+        gpu = time_call(lambda *a: mod.run(*a), args, L2, reps=20).median_us
+        harness = harness_like(mod.run, args)
+        enq = enqueue_us(lambda: mod.run(*args))
+        py, launches, names = breakdown(mod, args)
+        rows.append((name, harness, gpu, enq, py, launches, names))
+        print(f"{name}: harness {harness:.1f} gpu {gpu:.1f} enqueue {enq:.1f} python {py:.1f} "
+              f"launches {' '.join(f'{n}={t:.1f}' for n, t in zip(names, launches))}", flush=True)
+    empties = enqueue_us(lambda: (torch.empty(16 << 20, dtype=torch.uint8, device=dev),
+                                  torch.empty(1 << 18, dtype=torch.uint8, device=dev)))
+    print(f"two torch.empty (16 MiB, 256 KiB): {empties:.1f} us")
+    print("\n| case | harness us | gpu us | enqueue us | python us (no launches) | launches us |")
+    print("|---|---|---|---|---|---|")
+    for name, harness, gpu, enq, py, launches, names in rows:
+        print(f"| {name} | {harness:.1f} | {gpu:.1f} | {enq:.1f} | {py:.1f} | "
+              f"{', '.join(f'{n} {t:.1f}' for n, t in zip(names, launches))} |")
+
+
+if __name__ == "__main__":
+    main()
