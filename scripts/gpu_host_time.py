@@ -11,10 +11,13 @@ inside its figure. Per case this prints:
 - one column per launch: that launch alone, same arguments (Triton's launcher, TMA
   descriptor encoding included).
 
-Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.py
+Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.py [--profile]
+(--profile: also a cProfile of 300 calls per case, top functions by own time)
 """
 
+import cProfile
 import os
+import pstats
 import statistics
 import sys
 import time
@@ -87,9 +90,10 @@ def breakdown(mod, args):
     mod._launch."""
     real = mod._launch
     recs = []
-    mod._launch = lambda *a: recs.append(a)
     try:
+        mod._launch = lambda *a: recs.append(a)
         mod.run(*args)
+        mod._launch = lambda *a: None  # keeps no workspace alive (else every call allocates anew)
         py = enqueue_us(lambda: mod.run(*args))
     finally:
         mod._launch = real
@@ -120,6 +124,15 @@ def main():
         enq = enqueue_us(lambda: mod.run(*args))
         py, launches, names = breakdown(mod, args)
         rows.append((name, harness, gpu, enq, py, launches, names))
+        if "--profile" in sys.argv:
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(300):
+                mod.run(*args)
+            prof.disable()
+            torch.cuda.synchronize()
+            print(f"--- cProfile of 300 run() calls, {name} (tottime, top 22)")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(22)
         print(f"{name}: harness {harness:.1f} gpu {gpu:.1f} enqueue {enq:.1f} python {py:.1f} "
               f"launches {' '.join(f'{n}={t:.1f}' for n, t in zip(names, launches))}", flush=True)
     empties = enqueue_us(lambda: (torch.empty(16 << 20, dtype=torch.uint8, device=dev),

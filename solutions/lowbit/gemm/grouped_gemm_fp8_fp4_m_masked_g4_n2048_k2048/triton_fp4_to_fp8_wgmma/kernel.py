@@ -471,27 +471,68 @@ def _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_de
 
 
 @triton.jit
-def _exact_tile(a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, K, BM: tl.constexpr, BN: tl.constexpr,
-                USE_ASM: tl.constexpr):
-    """[BM, BN] fp32 tile from the raw codes and the exact scales, any finite values: one K=32
-    dot per 32-group on fp16 operands (e4m3 and E2M1 values and their products are exact in
-    fp16, and the fp16 MMA accumulates in fp32), scaled in fp32 by a_scale x b_scale. One flat
-    loop without branches, so Triton pipelines the A and B loads; the scales feed the
-    promotion, not the dot, so they are loaded one step ahead by hand."""
-    KS = K // 32
-    k32 = tl.arange(0, 32)
+def _k_quarters(x, R: tl.constexpr):
+    """[R, 128] -> its four [R, 32] column blocks (k 0-31, 32-63, 64-95, 96-127)."""
+    y = tl.reshape(tl.permute(tl.reshape(x, [R, 4, 32]), (0, 2, 1)), [R, 32, 2, 2])  # [r, c, p, q]: k = 32(2p+q) + c
+    even, odd = tl.split(y)  # q = 0: blocks 0 and 2; q = 1: blocks 1 and 3
+    x0, x2 = tl.split(even)
+    x1, x3 = tl.split(odd)
+    return x0, x1, x2, x3
+
+
+@triton.jit
+def _quarters_of_4(s, R: tl.constexpr):
+    """[R, 4] -> its four [R] columns."""
+    even, odd = tl.split(tl.reshape(s, [R, 2, 2]))
+    s0, s2 = tl.split(even)
+    s1, s3 = tl.split(odd)
+    return s0, s1, s2, s3
+
+
+@triton.jit
+def _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
+                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
+                BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr):
+    """[BM, BN] fp32 tile exact for any finite scales, from the decoded B: per 128-K block the
+    same loads as the FP8 main loop (TMA where it runs, so Triton pipelines them), then four
+    K=32 dots on fp16 operands (e4m3 values and their products are exact in fp16, and the fp16
+    MMA accumulates in fp32), each scaled in fp32 by a_scale x its weight rows' multiplier:
+    ref for a row whose block folded (bq holds E2M1 * 2^d), the row's own per-32 scale for a
+    row whose block did not (bq holds the raw codes)."""
+    KB = K // 128
+    a_rows = _a_rows(a_ptr, grp64, tl.minimum(offs_m, MAX_M - 1), MAX_M, K)
+    as_rows = _as_rows(as_ptr, grp64, offs_m, MAX_M, K)
+    q_rows = bq_ptr + grp64 * N * K + tl.minimum(offs_n, N - 1).to(tl.int64) * K
+    bs_rows = _bs_rows(bs_ptr, grp64, offs_n, N, K)
+    k128 = tl.arange(0, 128)
+    g4 = tl.arange(0, 4)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
+    # The scales feed the promotion, not the dots: loaded one block ahead by hand.
     a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
-    s_next = tl.load(bs_rows, mask=n_valid, other=0.0)
-    for st in range(0, KS):
-        a = tl.load(a_rows[:, None] + (st * 32 + k32[None, :]), mask=m_valid[:, None], other=0.0)
-        braw = _decode_block(b_rows, n_valid, K // 2, st * 16, 0, BN, 1, USE_ASM)
+    ref_next = ref_first
+    s_next = tl.load(bs_rows[:, None] + g4[None, :], mask=n_valid[:, None], other=0.0)
+    for kb in range(0, KB):
+        if TMA:
+            a = a_desc.load([grp * MAX_M + pid_m * BM, kb * 128])
+            bdec = bq_desc.load([grp * N + pid_n * BN, kb * 128])
+        else:
+            a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]))
+            bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]))
         a_s = a_s_next
-        s_j = s_next
-        nxt = tl.minimum(st + 1, KS - 1)
-        a_s_next = tl.load(as_rows + nxt // 4, mask=m_valid, other=0.0)
-        s_next = tl.load(bs_rows + nxt, mask=n_valid, other=0.0)
-        acc += tl.dot(a.to(tl.float16), tl.trans(braw.to(tl.float16))) * (a_s[:, None] * s_j[None, :])
+        ref_raw = ref_next
+        s4 = s_next
+        nxt = tl.minimum(kb + 1, KB - 1)
+        a_s_next = tl.load(as_rows + nxt, mask=m_valid, other=0.0)
+        ref_next = tl.load(ref_rows + nxt * N, mask=n_valid, other=0.0)
+        s_next = tl.load(bs_rows[:, None] + (nxt * 4 + g4[None, :]), mask=n_valid[:, None], other=0.0)
+        mult = tl.where(ref_raw[:, None] >= 0.0, ref_raw[:, None], s4)
+        m0, m1, m2, m3 = _quarters_of_4(mult, BN)
+        a0, a1, a2, a3 = _k_quarters(a.to(tl.float16), BM)
+        b0, b1, b2, b3 = _k_quarters(bdec.to(tl.float16), BN)
+        acc += tl.dot(a0, tl.trans(b0)) * (a_s[:, None] * m0[None, :])
+        acc += tl.dot(a1, tl.trans(b1)) * (a_s[:, None] * m1[None, :])
+        acc += tl.dot(a2, tl.trans(b2)) * (a_s[:, None] * m2[None, :])
+        acc += tl.dot(a3, tl.trans(b3)) * (a_s[:, None] * m3[None, :])
     return acc
 
 
@@ -540,16 +581,16 @@ def grouped_tile_gemm_kernel(
         # A tile none of whose weight rows folds its first block is taken for a fallback tile
         # (scales that are not powers of two, or widely spread, come whole tensors at a time):
         # it skips the FP8 main loop, whose every block the correction loop would redo, and
-        # runs the exact per-32 loop over all of K instead. Exact either way; only the speed
+        # runs the exact K=32 loop over all of K instead. Exact either way; only the speed
         # depends on the guess.
         if tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0:
             acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                                BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
         else:
-            acc = _exact_tile(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
-                              _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
-                              m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
+            acc = _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
+                              grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
+                              BM, BN, TMA)
         acc = tl.where(m_valid[:, None], acc, 0.0)
     out = _to_bf16(acc, MANUAL_RNE)
     c_ptrs = c_ptr + grp64 * MAX_M * N + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
