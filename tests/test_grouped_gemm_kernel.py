@@ -334,3 +334,17 @@ def test_heuristic_regimes_and_tma_key():
     from triton.tools.tensor_descriptor import TensorDescriptor
     desc = TensorDescriptor.from_tensor(torch.zeros(64, 256, dtype=torch.float8_e4m3fn), [64, 128])
     assert hash(main._arg_key(desc)) == hash(("desc", torch.float8_e4m3fn, (64, 128)))
+
+
+def test_rebased_descriptor_matches_from_tensor():
+    # The fast path rebases a plan's descriptor template onto each call's tensor; it must
+    # describe exactly what from_tensor would (the launcher reads base, shape, strides, block).
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    a1 = torch.empty(4, 64, 256, dtype=torch.float8_e4m3fn)
+    a2 = torch.empty(4, 64, 256, dtype=torch.float8_e4m3fn)
+    tmpl = TensorDescriptor.from_tensor(a1.view(256, 256), [64, 128])
+    got = main._rebased(tmpl, a2)
+    want = TensorDescriptor.from_tensor(a2.view(256, 256), [64, 128])
+    assert got.base.data_ptr() == want.base.data_ptr()
+    assert {k: v for k, v in vars(got).items() if k != "base"} == {k: v for k, v in vars(want).items() if k != "base"}
+    assert tmpl.base.data_ptr() == a1.data_ptr()  # the template is left as it was

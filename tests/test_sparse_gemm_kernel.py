@@ -163,8 +163,6 @@ def test_heuristics_cover_all_m():
             assert H.gemm_config(m, 2048, 2048, capability=(8, 0)).path == "ptr"
             assert H.gemm_config(m, 2048, 2048, capability=(10, 0)).acc_k == 0
             assert not H.gemm_config(m, 2048, 2048, capability=(10, 0)).f16
-            need = 2 * (m + 2048) * 2048 if cfg.f16 else m * 2048
-            assert need <= sol.DENSE_BYTES or m > 8192
 
 
 def test_mma_small_tickets_reset_and_repeat():

@@ -63,28 +63,60 @@ def _arg_key(a):
 
 def _launch(kernel, grid, args, consts, dev):
     """kernel[grid](*args, **consts); args positional (tensors, ints), consts the constexprs
-    and compile options; dev the CUDA device index (-1: not CUDA)."""
+    and compile options; dev the CUDA device index (-1: not CUDA). Returns the
+    (CompiledKernel, trailing constexpr args) pair it launched, or None (slow path only)."""
     if not _FAST or dev < 0:
         kernel[grid](*args, **consts)
-        return
+        return None
     key = (kernel, tuple(consts.items()), grid, dev,
            tuple(_arg_key(a) for a in args))
     hit = _COMPILED.get(key)
     if hit is not None:
-        ck, tail = hit
-        all_args = (*args, *tail)
-        stream = torch._C._cuda_getCurrentRawStream(dev)
-        hooks = triton.knobs.runtime
-        ck.run(grid[0], grid[1], grid[2], stream, ck.function, ck.packed_metadata,
-               ck.launch_metadata(grid, stream, *all_args), hooks.launch_enter_hook,
-               hooks.launch_exit_hook, *all_args)
-        return
+        _relaunch(hit, grid, args, dev)
+        return hit
     ck = kernel[grid](*args, **consts)
     if hasattr(ck, "result"):  # an asynchronous compile's future
         ck = ck.result()
     if hasattr(ck, "run") and hasattr(ck, "launch_metadata") and hasattr(triton, "knobs"):
-        tail = tuple(consts[name] for name in kernel.arg_names[len(args):])
-        _COMPILED[key] = (ck, tail)
+        hit = _COMPILED[key] = (ck, tuple(consts[name] for name in kernel.arg_names[len(args):]))
+    return hit
+
+
+def _relaunch(hit, grid, args, dev):
+    """The launch JITFunction.run makes, with a CompiledKernel found before."""
+    ck, tail = hit
+    all_args = (*args, *tail)
+    stream = torch._C._cuda_getCurrentRawStream(dev)
+    hooks = triton.knobs.runtime
+    enter = hooks.launch_enter_hook
+    # launch_metadata is None without an enter hook (Triton 3.6 and 3.9); skip the call then.
+    ck.run(grid[0], grid[1], grid[2], stream, ck.function, ck.packed_metadata,
+           None if enter is None else ck.launch_metadata(grid, stream, *all_args), enter,
+           hooks.launch_exit_hook, *all_args)
+
+
+def _plan_launch(plan, slot, kernel, grid, args, consts, aligned):
+    """_launch, remembering the compiled kernel in the plan: a later call with the same plan
+    and 16-byte aligned tensors (aligned: the same specialization) relaunches it without
+    building _launch's key (host time the harness counts)."""
+    hit = plan.compiled.get(slot) if aligned else None
+    if hit is not None:
+        _relaunch(hit, grid, args, plan.dev_index)
+        return
+    hit = _launch(kernel, grid, args, consts, plan.dev_index)
+    if aligned and hit is not None:
+        plan.compiled[slot] = hit
+
+
+def _rebased(template, base):
+    """template (a TensorDescriptor of this plan's shape, strides and block) over base's
+    storage: what from_tensor makes, without its checks (the template passed them, and base
+    has the template's dtype, shape and contiguity by the plan key and a 16-byte aligned
+    start by the caller's check)."""
+    desc = object.__new__(TensorDescriptor)
+    desc.__dict__.update(template.__dict__)
+    desc.base = base
+    return desc
 
 
 _TICKETS = {}
@@ -133,13 +165,24 @@ class _Plan(NamedTuple):
     grid: tuple
     decode_grid: tuple
     dev_index: int           # CUDA device index, -1 off CUDA
+    compiled: dict           # launch slot -> (CompiledKernel, constexpr tail), see _plan_launch
+    descs: dict              # "a", "q" -> TensorDescriptor templates (see _rebased), once made
 
 
 _PLANS = {}
 
 
-def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) -> _Plan:
-    """Validates every argument (ValueError naming it) and chooses tiles and grids."""
+def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, entry=False) -> _Plan:
+    """Validates every argument (ValueError naming it) and chooses tiles and grids. entry:
+    the definition's entry point, whose g, n and k are fixed (DEF_G, DEF_N, DEF_K)."""
+    if entry:
+        if not isinstance(a_fp8, torch.Tensor) or a_fp8.dim() != 3 or a_fp8.shape[0] != DEF_G \
+                or a_fp8.shape[2] != DEF_K:
+            shape = tuple(a_fp8.shape) if isinstance(a_fp8, torch.Tensor) else type(a_fp8).__name__
+            raise ValueError(f"a_fp8: expected shape [{DEF_G}, max_m, {DEF_K}], got {shape}")
+        if not isinstance(b_fp4, torch.Tensor) or tuple(b_fp4.shape) != (DEF_G, DEF_N, DEF_K // 2):
+            shape = tuple(b_fp4.shape) if isinstance(b_fp4, torch.Tensor) else type(b_fp4).__name__
+            raise ValueError(f"b_fp4: expected shape ({DEF_G}, {DEF_N}, {DEF_K // 2}), got {shape}")
     if not isinstance(a_fp8, torch.Tensor) or a_fp8.dim() != 3:
         raise ValueError("a_fp8: expected a 3-D tensor [g, max_m, k]")
     if not isinstance(b_fp4, torch.Tensor) or b_fp4.dim() != 3:
@@ -163,7 +206,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
         except (TypeError, ValueError):
             raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
     if g == 0 or max_m == 0:
-        return _Plan(True, g, max_m, n, k, config, 0, {}, (), (), -1)
+        return _Plan(True, g, max_m, n, k, config, 0, {}, (), (), -1, {}, {})
     chosen = config is None
     if chosen:
         config = choose_config(max_m, expected_m, n, _capability(dev))
@@ -210,11 +253,35 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config) 
     else:
         grid = (-(-n // config.BN) * m_split + -(-max_m // ZR), g, config.split_k)
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb, g),
-                 dev_index)
+                 dev_index, {}, {})
+
+
+def _plan_for(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, entry) -> _Plan:
+    """The call's plan, from the cache when every fact _make_plan's checks and choices read is
+    the same as in a call it validated (so a hit is as validated as a miss)."""
+    try:
+        key = (a_fp8.shape, a_scale.shape, b_fp4.shape, b_scale.shape, masked_m.shape, c.shape,
+               a_fp8.dtype, a_scale.dtype, b_fp4.dtype, b_scale.dtype, masked_m.dtype, c.dtype,
+               a_fp8.device, a_scale.device, b_fp4.device, b_scale.device, masked_m.device, c.device,
+               a_fp8.is_contiguous() and a_scale.is_contiguous() and b_fp4.is_contiguous()
+               and b_scale.is_contiguous() and masked_m.is_contiguous() and c.is_contiguous(),
+               b_fp4.storage_offset() % 4, expected_m, config, entry,
+               type(a_fp8), type(a_scale), type(b_fp4), type(b_scale), type(masked_m), type(c))
+        plan = _PLANS.get(key)
+    except (AttributeError, TypeError):  # not tensors, or an unhashable hint: no caching
+        key = plan = None
+    if plan is None:
+        plan = _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, entry)
+        if key is not None and all(t is torch.Tensor for t in key[-6:]) \
+                and (expected_m is None or type(expected_m) is int):
+            if len(_PLANS) > 1024:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    return plan
 
 
 def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None,
-                                config: Config = None):
+                                config: Config = None, _entry=False):
     """c[g, :rows] = (A_g * a_scale)[:rows] @ (E2M1(B_g) * b_scale)^T in bf16, c[g, rows:] = 0,
     rows = clamp(masked_m[g], 0, max_m).
 
@@ -226,60 +293,52 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     contiguous and on one device. expected_m (int or None) is a tile-choice hint only.
     ``config`` overrides the heuristic tile choice (tests and tuning).
     """
-    tensors = (a_fp8, a_scale, b_fp4, b_scale, masked_m, c)
-    key = None
-    if all(type(t) is torch.Tensor for t in tensors) and (expected_m is None or type(expected_m) is int):
-        # Every fact _make_plan's checks and choices read, so a hit is as validated as a miss.
-        key = (tuple((t.dtype, t.shape, t.device, t.is_contiguous()) for t in tensors),
-               b_fp4.storage_offset() % 4, expected_m, config)
-    plan = _PLANS.get(key) if key is not None else None
-    if plan is None:
-        plan = _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config)
-        if key is not None:
-            if len(_PLANS) > 1024:
-                _PLANS.clear()
-            _PLANS[key] = plan
+    plan = _plan_for(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, _entry)
     if plan.empty:
         return c
     g, max_m, n, k, cfg = plan.g, plan.max_m, plan.n, plan.k, plan.config
+    # Every fact a launch was compiled for, short of the tensors' 16-byte alignment, follows
+    # from the plan; with aligned tensors the plan's compiled kernels are relaunched as they are.
+    aligned = not ((a_fp8.data_ptr() | a_scale.data_ptr() | b_fp4.data_ptr() | b_scale.data_ptr()
+                    | masked_m.data_ptr() | c.data_ptr()) & 15)
     bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
     if cfg.predec:
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale.
-        bq_words = torch.empty((g, n, k // 4), dtype=torch.int32, device=c.device)
+        # bq holds e4m3 bytes (written as int32 words: the kernel casts the pointers).
+        bq = torch.empty((g, n, k), dtype=torch.float8_e4m3fn, device=c.device)
         ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=c.device)
-        _launch(decode_b_kernel, plan.decode_grid,
-                (b_fp4.view(torch.int32), b_scale, masked_m, bq_words, ref, max_m, n, k),
-                dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl, num_warps=cfg.decode_warps),
-                plan.dev_index)
-        bq = bq_words.view(torch.float8_e4m3fn)
+        _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
+                     (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
+                     dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
+                          num_warps=cfg.decode_warps), aligned)
     if cfg.tiles:
         consts, a_desc, q_desc = plan.consts, c, c
-        if cfg.tma and a_fp8.data_ptr() % 16 == 0:
-            # Descriptors over the 2-D views (see the kernel); bq is a fresh, aligned tensor.
-            a_desc = TensorDescriptor.from_tensor(a_fp8.view(g * max_m, k), [cfg.BM, 128])
-            q_desc = TensorDescriptor.from_tensor(bq.view(g * n, k), [cfg.BN, 128])
-        elif cfg.tma:  # a view with a 16-byte misaligned start: TMA can't address it
+        if cfg.tma and aligned:
+            # Descriptors over the 2-D views [g * max_m, k] and [g * n, k] (see the kernel);
+            # bq is a fresh, aligned tensor.
+            if not plan.descs:
+                plan.descs["a"] = TensorDescriptor.from_tensor(a_fp8.view(g * max_m, k), [cfg.BM, 128])
+                plan.descs["q"] = TensorDescriptor.from_tensor(bq.view(g * n, k), [cfg.BN, 128])
+            a_desc = _rebased(plan.descs["a"], a_fp8)
+            q_desc = _rebased(plan.descs["q"], bq)
+        elif cfg.tma:  # a tensor with a 16-byte misaligned start: TMA can't address a_fp8 there
             consts = {**consts, "TMA": False}
-        _launch(grouped_tile_gemm_kernel, plan.grid,
-                (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, a_desc, q_desc, max_m, n, k),
-                consts, plan.dev_index)
+        _plan_launch(plan, "gemm", grouped_tile_gemm_kernel, plan.grid,
+                     (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, a_desc, q_desc, max_m, n, k),
+                     consts, aligned)
         return c
     if cfg.split_k > 1:
         tiles = g * -(-max_m // cfg.BM) * -(-n // cfg.BN)
         part, tick = _split_k_scratch(c.device, tiles * cfg.split_k * cfg.BM * cfg.BN, tiles)
-    _launch(grouped_gemm_kernel, plan.grid,
-            (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, part, tick, max_m, n, k, plan.m_split),
-            plan.consts, plan.dev_index)
+    _plan_launch(plan, "gemm", grouped_gemm_kernel, plan.grid,
+                 (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, part, tick, max_m, n, k, plan.m_split),
+                 plan.consts, aligned)
     return c
 
 
 def run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c):
     """Definition entry point (g=4, n=2048, k=2048); writes c and returns it."""
-    if a_fp8.dim() != 3 or a_fp8.shape[0] != DEF_G or a_fp8.shape[2] != DEF_K:
-        raise ValueError(f"a_fp8: expected shape [{DEF_G}, max_m, {DEF_K}], got {tuple(a_fp8.shape)}")
-    if b_fp4.dim() != 3 or tuple(b_fp4.shape) != (DEF_G, DEF_N, DEF_K // 2):
-        raise ValueError(f"b_fp4: expected shape ({DEF_G}, {DEF_N}, {DEF_K // 2}), got {tuple(b_fp4.shape)}")
-    if isinstance(expected_m, torch.Tensor):
+    if type(expected_m) is not int and isinstance(expected_m, torch.Tensor):
         # A 0-d tensor hint would need a host read; only take it when it already lives on the host.
         expected_m = int(expected_m) if expected_m.device.type == "cpu" else None
-    return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m)
+    return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, _entry=True)

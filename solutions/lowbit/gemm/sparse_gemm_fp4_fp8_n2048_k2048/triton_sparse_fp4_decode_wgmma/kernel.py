@@ -129,7 +129,8 @@ def decode_a_kernel(vals_ptr, meta_ptr, words_ptr, total, BLOCK: tl.constexpr, P
     mask = offs < total
     v = tl.load(vals_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
     meta = tl.load(meta_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
-    tl.store(words_ptr + offs, _group_words(v, meta), mask=mask)
+    # words_ptr may be the e4m3 workspace itself: stored as one int32 word per group.
+    tl.store(words_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + offs, _group_words(v, meta), mask=mask)
 
 
 @triton.jit
