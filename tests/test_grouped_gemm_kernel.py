@@ -30,7 +30,9 @@ SPLITK = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_
 SPLITK_SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, split_k=3)
 # Pass 2 as one output tile per program (zeros included), tiles not dividing max_m or n.
 TILES = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
-CONFIGS = {"tiles": TILES, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+# 128-wide weight tiles: their fallback tiles take the raw-code exact loop (kernel._exact_tile_raw).
+TILES128 = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
+CONFIGS = {"tiles": TILES, "tiles128": TILES128, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -105,10 +107,10 @@ def test_wide_and_non_power_of_two_scales_fallback(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 20], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "tiles"])
+@pytest.mark.parametrize("orient", ["normal", "tiles", "tiles128"])
 def test_all_scales_nonfoldable(orient):
-    # "tiles": every tile takes the exact per-32 loop instead of the FP8 main loop.
-    a, a_s, b, b_s = make(2, 20, 32, 256, seed=6)
+    # "tiles", "tiles128": every tile takes an exact K=32 loop instead of the FP8 main loop.
+    a, a_s, b, b_s = make(2, 20, 160, 256, seed=6)
     b_s = torch.rand(b_s.shape, generator=torch.Generator().manual_seed(7)) * 0.01 + 1e-4
     check(a, a_s, b, b_s, torch.tensor([20, 7], dtype=torch.int32), CONFIGS[orient])
 

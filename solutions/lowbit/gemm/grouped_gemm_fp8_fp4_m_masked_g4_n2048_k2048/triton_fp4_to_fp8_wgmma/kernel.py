@@ -537,6 +537,31 @@ def _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_d
 
 
 @triton.jit
+def _exact_tile_raw(a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, K, BM: tl.constexpr, BN: tl.constexpr,
+                USE_ASM: tl.constexpr):
+    """_exact_tile for 128-wide weight tiles, from the raw codes (decoded here) and the exact
+    scales: one K=32 dot per 32-group on fp16 operands, scaled in fp32 by a_scale x b_scale.
+    The scales feed the promotion, not the dot, so they are loaded one step ahead by hand.
+    (H200, run 18, max_m 512 with no scale folding: 156 us, against 295 for _exact_tile's
+    K quarters, which spill at this width, and 207 for the main loop + correction loop.)"""
+    KS = K // 32
+    k32 = tl.arange(0, 32)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
+    s_next = tl.load(bs_rows, mask=n_valid, other=0.0)
+    for st in range(0, KS):
+        a = tl.load(a_rows[:, None] + (st * 32 + k32[None, :]), mask=m_valid[:, None], other=0.0)
+        braw = _decode_block(b_rows, n_valid, K // 2, st * 16, 0, BN, 1, USE_ASM)
+        a_s = a_s_next
+        s_j = s_next
+        nxt = tl.minimum(st + 1, KS - 1)
+        a_s_next = tl.load(as_rows + nxt // 4, mask=m_valid, other=0.0)
+        s_next = tl.load(bs_rows + nxt, mask=n_valid, other=0.0)
+        acc += tl.dot(a.to(tl.float16), tl.trans(braw.to(tl.float16))) * (a_s[:, None] * s_j[None, :])
+    return acc
+
+
+@triton.jit
 def grouped_tile_gemm_kernel(
     a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
     MAX_M, N, K,
@@ -582,14 +607,15 @@ def grouped_tile_gemm_kernel(
         # (scales that are not powers of two, or widely spread, come whole tensors at a time):
         # it skips the FP8 main loop, whose every block the correction loop would redo, and
         # runs the exact K=32 loop over all of K instead. Exact either way; only the speed
-        # depends on the guess. Not for 128-wide weight tiles: there the fp16 operands and
-        # their K quarters spill (H200, run 18: 295 us against 156 at max_m 512 with no scale
-        # folding), so those keep the main loop and the correction loop.
-        folds = tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0
-        if folds or BN > 64:
+        # depends on the guess.
+        if tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0:
             acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                                BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
+        elif BN > 64:
+            acc = _exact_tile_raw(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
+                                  _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
+                                  m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
         else:
             acc = _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                               grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,

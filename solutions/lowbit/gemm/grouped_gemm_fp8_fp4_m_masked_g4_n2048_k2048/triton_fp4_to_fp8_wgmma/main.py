@@ -265,14 +265,14 @@ def _plan_for(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, e
                a_fp8.device, a_scale.device, b_fp4.device, b_scale.device, masked_m.device, c.device,
                a_fp8.is_contiguous() and a_scale.is_contiguous() and b_fp4.is_contiguous()
                and b_scale.is_contiguous() and masked_m.is_contiguous() and c.is_contiguous(),
-               b_fp4.storage_offset() % 4, expected_m, config, entry,
-               type(a_fp8), type(a_scale), type(b_fp4), type(b_scale), type(masked_m), type(c))
+               b_fp4.storage_offset() % 4, expected_m, config, entry)
         plan = _PLANS.get(key)
     except (AttributeError, TypeError):  # not tensors, or an unhashable hint: no caching
         key = plan = None
     if plan is None:
         plan = _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, entry)
-        if key is not None and all(t is torch.Tensor for t in key[-6:]) \
+        tensors = (a_fp8, a_scale, b_fp4, b_scale, masked_m, c)
+        if key is not None and all(type(t) is torch.Tensor for t in tensors) \
                 and (expected_m is None or type(expected_m) is int):
             if len(_PLANS) > 1024:
                 _PLANS.clear()
