@@ -8,8 +8,8 @@ inside its figure. Per case this prints:
 - enqueue: host time until run() returns (median, GPU idle before each call);
 - python: the same with the kernel launches replaced by no-ops (checks, plan lookup,
   workspace allocation, TMA descriptor objects);
-- one column per launch: that launch alone, same arguments (Triton's launcher, TMA
-  descriptor encoding included).
+- one column per launch: that launch alone, same arguments, as run() makes it (the plan's
+  compiled kernel through Triton's launcher, TMA descriptor encoding included).
 
 Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.py [--profile]
 (--profile: also a cProfile of 300 calls per case, top functions by own time)
@@ -86,19 +86,20 @@ def enqueue_us(fn, reps=300):
 
 
 def breakdown(mod, args):
-    """(python us, [per-launch us]) for one solution module whose run() launches through
-    mod._launch."""
-    real = mod._launch
+    """(python us, [per-launch us], [kernel names]) for one solution module whose run()
+    launches through mod._plan_launch (the plan's compiled kernels; its first call goes
+    through mod._launch)."""
+    real = mod._plan_launch
     recs = []
     try:
-        mod._launch = lambda *a: recs.append(a)
+        mod._plan_launch = lambda *a: recs.append(a)
         mod.run(*args)
-        mod._launch = lambda *a: None  # keeps no workspace alive (else every call allocates anew)
+        mod._plan_launch = lambda *a: None  # keeps no workspace alive (else every call allocates anew)
         py = enqueue_us(lambda: mod.run(*args))
     finally:
-        mod._launch = real
-    return py, [enqueue_us(lambda r=r: real(*r)) for r in recs], [r[0].fn.__name__ if hasattr(r[0], "fn")
-                                                                   else getattr(r[0], "__name__", "?") for r in recs]
+        mod._plan_launch = real
+    names = [r[2].fn.__name__ if hasattr(r[2], "fn") else getattr(r[2], "__name__", "?") for r in recs]
+    return py, [enqueue_us(lambda r=r: real(*r)) for r in recs], names
 
 
 def main():
