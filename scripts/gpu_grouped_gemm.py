@@ -16,7 +16,6 @@ Diagnostics (docs/kernels/grouped_gemm.md, runs 4-8):
                    workload
   --tiles          fourth session: pass 2 as one output tile per program (pointer or TMA
                    loads, tile sweep), with cuBLAS FP8 ceilings for the same FLOPs
-  --ws             fifth session: the one-tile kernel's main loop warp-specialized by Triton
 """
 
 import dataclasses
@@ -322,30 +321,6 @@ def tiles_mode():
     time_variants("tiles", cfgs, [w[0] for w in WORKLOADS if w[0] != "m2048_75"])
 
 
-def ws_mode():
-    """Fifth session, run 19: Triton's automatic warp specialization (tl.range(...,
-    warp_specialize=True)) of the one-tile kernel's main loop, one and two warpgroups, against
-    the heuristic's choice. Correctness first; a variant that fails to compile is reported."""
-    cfgs = {"default": None}
-    for bm, bn, w, st in ((64, 128, 4, 3), (64, 128, 8, 3), (128, 128, 8, 3), (64, 64, 4, 4), (64, 32, 4, 6)):
-        cfgs[f"ws{bm}x{bn}w{w}s{st}"] = C(bm, bn, False, w, st, predec=True, tiles=True, tma=True, ws=True)
-    for vname, cfg in list(cfgs.items()):
-        if cfg is None:
-            continue
-        try:
-            check_few_row_cases(vname, cfg)
-            a, a_s, b, b_s, mm = make(512, [512, 511, 0, 300], seed=11)
-            c = torch.full((G, 512, N), float("nan"), dtype=torch.bfloat16, device=dev)
-            variant_fn(cfg)(a, a_s, b, b_s, mm, 512, c)
-            torch.cuda.synchronize()
-            check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"{vname}/m512")
-        except Exception as exc:  # a failing variant is reported and not timed
-            print(f"ws mode: {vname} FAILED: {type(exc).__name__}: {str(exc)[:400]}", flush=True)
-            del cfgs[vname]
-    print(f"ws mode: correct: {', '.join(cfgs)}", flush=True)
-    time_variants("ws", cfgs, ("m512full", "m512mix", "m2048full", "m4096e1024", "m64dec", "m128peer"))
-
-
 VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristic regime
     (64, [40, -2, 64, 100], "ue8m0", 20), (200, [150, 33, 200, 1], "adversarial", 120),
     (300, [300, 0, 77, 1000], "spread", 280), (512, [512] * 4, "ue8m0", 512),
@@ -392,7 +367,7 @@ def validate_mode():
         print(f"validate {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
 
 
-MODES = {"--validate": validate_mode, "--ws": ws_mode, "--tiles": tiles_mode, "--decode": decode_mode,
+MODES = {"--validate": validate_mode, "--tiles": tiles_mode, "--decode": decode_mode,
          "--stages": stages_mode, "--ncu": ncu_mode, "--gemm-only": gemm_only_mode}
 
 

@@ -12,7 +12,8 @@ inside its figure. Per case this prints:
   compiled kernel through Triton's launcher, TMA descriptor encoding included).
 
 Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.py [--profile]
-(--profile: also a cProfile of 300 calls per case, top functions by own time)
+(--profile: also a cProfile of 300 calls per case, top functions by own time;
+ --tma-ab: instead, the heuristic's TMA configs against pointer loads, GPU and host time)
 """
 
 import cProfile
@@ -116,6 +117,8 @@ def main():
         ("sparse m=1024", s, sparse_inputs(1024)),
         ("sparse m=4096", s, sparse_inputs(4096)),
     ]
+    if "--tma-ab" in sys.argv:
+        return tma_ab(g, s)
     rows = []
     for name, mod, args in cases:
         mod.run(*args)  # compile
@@ -144,6 +147,49 @@ def main():
     for name, harness, gpu, enq, py, launches, names in rows:
         print(f"| {name} | {harness:.1f} | {gpu:.1f} | {enq:.1f} | {py:.1f} | "
               f"{', '.join(f'{n} {t:.1f}' for n, t in zip(names, launches))} |")
+
+
+def tma_ab(g, s):
+    """The heuristic's TMA configs against the same tiles with pointer loads: GPU time,
+    host time until return (enqueue) and the harness's measure, per case (medians of 5
+    interleaved repeats of each measure, so host noise hits both alike)."""
+    import dataclasses
+    gh = load_solution(GROUPED, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
+    sh = load_solution(SPARSE, "lowbit", "triton_sparse_fp4_decode_wgmma", "heuristics")
+    cases = []
+    for max_m, masked, hint in ((64, [8, 21, 32, 13], 19), (128, [27, 9, 32, 18], 21), (256, [0, 256, 0, 0], 1),
+                                (512, [512] * 4, 512), (1024, [703, 785, 697, 842], 757),
+                                (2048, [1416, 1616, 1382, 1688], 1526)):
+        args = grouped_inputs(max_m, masked, hint)
+        cfg = gh.choose_config(max_m, hint, N, (9, 0))
+        fns = {}
+        for tma in (True, False):
+            c2 = dataclasses.replace(cfg, tma=tma)
+            fns[f"tma={tma}"] = (lambda c2: lambda *a: g.grouped_gemm_fp8_fp4_masked(
+                a[0], a[1], a[2], a[3], a[4], a[6], a[5], config=c2))(c2)
+        cases.append((f"grouped max_m={max_m}", args, fns))
+    for m in (512, 1024, 2048, 4096, 8192):
+        args = sparse_inputs(m)
+        cfg = sh.choose(m, N, K, (9, 0))
+        fns = {}
+        for path in ("tma", "ptr"):
+            c2 = dataclasses.replace(cfg, path=path)
+            fns[f"path={path}"] = (lambda c2: lambda *a: s.launch_gemm(*a, c2))(c2)
+        cases.append((f"sparse m={m}", args, fns))
+    print("| case | variant | gpu us | enqueue us | harness us |\n|---|---|---|---|---|")
+    for name, args, fns in cases:
+        res = {v: {"gpu": [], "enq": [], "harness": []} for v in fns}
+        for fn in fns.values():
+            fn(*args)
+        torch.cuda.synchronize()
+        for _ in range(5):
+            for v, fn in fns.items():
+                res[v]["gpu"].append(time_call(fn, args, L2, reps=10).median_us)
+                res[v]["enq"].append(enqueue_us(lambda: fn(*args), reps=100))
+                res[v]["harness"].append(harness_like(fn, args, reps=40))
+        for v in fns:
+            med = {k: statistics.median(x) for k, x in res[v].items()}
+            print(f"| {name} | {v} | {med['gpu']:.1f} | {med['enq']:.1f} | {med['harness']:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

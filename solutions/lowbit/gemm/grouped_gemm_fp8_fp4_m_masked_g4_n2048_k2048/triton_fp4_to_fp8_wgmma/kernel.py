@@ -428,7 +428,7 @@ def _bs_rows(bs_ptr, grp64, offs_n, N, K):
 def _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                  grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                  BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, USE_ASM: tl.constexpr,
-                 CORR_ASM: tl.constexpr, PLAIN: tl.constexpr, WS: tl.constexpr = False):
+                 CORR_ASM: tl.constexpr, PLAIN: tl.constexpr):
     """grouped_tile_gemm_kernel's usual tile: the FP8 main loop over the decoded B with one
     fp32 promotion per 128-K block, then the correction loop for rows whose scales did not
     fold (ref < 0) in some block."""
@@ -445,7 +445,7 @@ def _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_de
     # prefetch them: they are loaded one K block ahead by hand.
     a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
     ref_next = ref_first
-    for kb in tl.range(0, KB, warp_specialize=WS):
+    for kb in range(0, KB):
         if TMA:
             a = a_desc.load([grp * MAX_M + pid_m * BM, kb * 128])
             bdec = bq_desc.load([grp * N + pid_n * BN, kb * 128])
@@ -567,7 +567,7 @@ def grouped_tile_gemm_kernel(
     MAX_M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
-    PDL: tl.constexpr = False, WS: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """Pass 2 (the heuristic's choice from max_m 33): grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g),
     one output tile per program, token tiles fastest, so the programs that share a weight tile
@@ -611,7 +611,7 @@ def grouped_tile_gemm_kernel(
         if tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0:
             acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
-                               BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN, WS)
+                               BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
         elif BN > 64:
             acc = _exact_tile_raw(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
                                   _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
