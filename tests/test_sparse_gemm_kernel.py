@@ -181,12 +181,14 @@ def test_mma_small_tickets_reset_and_repeat():
 
 
 def test_entry_point_paths_by_m():
-    """On Hopper (the default capability here): from F8_FROM_M rows dense e4m3 A and the TMA
-    FP8 GEMM promoted every ACC_K_HOPPER products; F16_FROM_M..F8_FROM_M-1 rows decode A and
+    """On Hopper (the default capability here): from F8_FROM_M rows dense e4m3 A and the FP8
+    GEMM promoted every ACC_K_HOPPER products (TMA loads from TMA_FROM_M rows, pointer loads
+    below); F16_FROM_M..F8_FROM_M-1 rows decode A and
     B to fp16, then the fp16 GEMM; 2..F16_FROM_M-1 rows take the e4m3-A path with fp16
     widening. Run each at reduced n, k (ragged m and n; k = 96 gives BK = 32)."""
     f8, f16 = H.F8_FROM_M, H.F16_FROM_M
-    cases = ((f8 + 3, 40, 128, "tma", False, H.ACC_K_HOPPER), (f8, 32, 96, "tma", False, H.ACC_K_HOPPER),
+    cases = ((H.TMA_FROM_M, 40, 96, "tma", False, H.ACC_K_HOPPER),
+             (f8 + 3, 40, 128, "ptr", False, H.ACC_K_HOPPER), (f8, 32, 96, "ptr", False, H.ACC_K_HOPPER),
              (f8 - 1, 32, 128, "ptr", True, H.ACC_F16), (f16, 40, 96, "ptr", True, H.ACC_F16),
              (f16 - 1, 40, 96, "ptr", False, H.ACC_F16), (37, 40, 96, "ptr", False, H.ACC_F16),
              (2, 24, 128, "ptr", False, H.ACC_F16))

@@ -66,11 +66,11 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     grouped_tile_gemm_kernel from max_m 33: one output tile per program over all of max_m (tiles
     past masked_m only store zeros), so a hint that understates the rows costs nothing (run
     16: max_m 256 with one full group and hint 1, 34.2 us through the hint-sized
-    grouped_gemm_kernel, 18.3 here). One warpgroup per tile, TMA loads on sm_90+; the tile
-    width follows the hint:
+    grouped_gemm_kernel, 18.3 here). One warpgroup per tile; the tile width follows the hint:
     - from 256 rows: 64x128, 3 stages (runs 13-14: 37.4 us at max_m 512 full against 46.8
       with 128x128 and two warpgroups; two or three CTAs per SM overlap one CTA's fp32
-      promotion with another's MMA);
+      promotion with another's MMA), with TMA loads; fewer rows take pointer loads (run 20:
+      TMA's per-launch descriptor encoding costs more host time than it saves GPU time there);
     - up to 32 rows with max_m <= 512: 64x32, 6 stages (twice the CTAs of 64x64 for the few
       rows; beyond max_m 512 its zero tiles cost more: 49.4 against 44.2 us at max_m 4096);
     - otherwise 64x64, 4 stages;
@@ -94,8 +94,11 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
         bn, stages = 64, 4
     # The dependent launch saved 0.7-0.9 us from 256 rows but cost 0.5-1.8 us below (run 17:
     # early GEMM programs idle in gdc_wait on SM slots, and few-row calls have little to overlap).
+    # TMA only from 256 rows: Triton 3.6's launcher encodes the two descriptors at every launch,
+    # 10-13 us of host time on the H200 host, which FlashInfer-Bench's timing adds to the GPU
+    # time. It saves 3.0-8.3 us of GPU time at max_m 512-2048 and 0.2-0.8 us below (run 20).
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
-                  tma=sm90, pdl=sm90 and PDL and rows >= 256)
+                  tma=sm90 and rows >= 256, pdl=sm90 and PDL and rows >= 256)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 

@@ -8,8 +8,9 @@ Paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbers):
   fp16 in registers, fp32 accumulation), with narrow tiles so that 128+ CTAs run;
 - 129..256 rows on Hopper: one launch decodes A and B to dense fp16 workspaces, then a plain
   pipelined fp16 GEMM (loads feed the dot directly);
-- from 257 rows on Hopper: dense e4m3 A, then the FP8 GEMM (TMA loads) with its running sum
-  promoted to fp32 after every wgmma (32 products), which keeps the harness's check.
+- from 257 rows on Hopper: dense e4m3 A, then the FP8 GEMM with its running sum promoted to
+  fp32 after every wgmma (32 products), which keeps the harness's check; TMA loads from
+  TMA_FROM_M rows, pointer loads below (where the call is host-bound, see TMA_FROM_M).
 The one-launch split-K kernel (small_m_mma_kernel) and the no-split streaming kernel
 (stream_kernel) stay selectable for experiments; both measured slower (runs 8-10).
 Decoding inside the GEMM ("fused" path, kept for experiments) repeats the decode for every
@@ -39,6 +40,11 @@ F16_FROM_M = 129
 # error 0.78 of it, a one-ulp bf16 rounding flip; 512: 13.2 us against 17.1 through fp16,
 # 1024: 17.1 / 21.8, 8192: 106.5 / 138.0; at 256 a tie, 12.8 / 12.7, so fp16 stays).
 F8_FROM_M = 257
+# Rows from which the FP8 GEMM loads through TMA descriptors. Triton 3.6's launcher encodes
+# the three descriptors at every launch, 8-16 us of host time on the H200 host, which
+# FlashInfer-Bench's timing adds to the GPU time; TMA saves 0.7-2.0 us of GPU time at
+# m = 512-2048 and 4.1-8.9 us at 4096-8192 (run 20, fifth session). Below, pointer loads.
+TMA_FROM_M = 4096
 # Products per fp32 promotion of the FP8 MMA on Hopper (one wgmma's K). Every 64 kept the
 # check in run 14 too, but with less margin (worst 0.93 of the tolerance at m = 2048) and it
 # failed the harness in run 5; every 128 failed in run 13.
@@ -197,8 +203,9 @@ def small_config(m: int, n: int, k: int) -> SmallConfig:
 
 def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
     """Tiles measured on the H200 (docs/kernels/sparse_gemm.md, graph us at n = k = 2048).
-    On Hopper: from F8_FROM_M rows dense e4m3 A and the TMA FP8 GEMM promoted every
-    ACC_K_HOPPER products (runs 13-14: 512: 13.2, 1024: 17.1, 8192: 106.5); F16_FROM_M to
+    On Hopper: from F8_FROM_M rows dense e4m3 A and the FP8 GEMM promoted every
+    ACC_K_HOPPER products (runs 13-14, TMA loads: 512: 13.2, 1024: 17.1, 8192: 106.5; TMA only
+    from TMA_FROM_M rows since run 20); F16_FROM_M to
     F8_FROM_M - 1 rows both operands through fp16 workspaces (f16 = True) and a plain
     pipelined fp16 GEMM (run 7: 13.6 us at 256); fewer rows dense e4m3 A widened to fp16 in
     registers (ACC_F16). Elsewhere: dense e4m3 A and the FP8 MMA (untested off Hopper)."""
@@ -207,7 +214,7 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
         # promotions with another's MMA (run 14: 106.5 us at 8192 against 116.6 for 128x128
         # with two warpgroups; TMA 8% faster than pointers at 4096-8192).
         return GemmConfig(BM=64, BN=128, BK=tile_k(k, 128), num_warps=4, num_stages=4,
-                          acc_k=ACC_K_HOPPER, path="tma", pdl=PDL)
+                          acc_k=ACC_K_HOPPER, path="tma" if m >= TMA_FROM_M else "ptr", pdl=PDL)
     if capability[0] == 9 and m >= F16_FROM_M:
         # Only m = F16_FROM_M..F8_FROM_M - 1 (129..256) get here. No dependent launch: it
         # measured 17.5 us against 13.4 at m = 256 (run 17).
