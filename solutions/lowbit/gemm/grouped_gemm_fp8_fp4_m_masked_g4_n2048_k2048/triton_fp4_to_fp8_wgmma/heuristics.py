@@ -69,10 +69,10 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     grouped_gemm_kernel, 18.3 here). One warpgroup per tile; the tile width follows the hint:
     - from 256 rows: 64x128, 3 stages (runs 13-14: 37.4 us at max_m 512 full against 46.8
       with 128x128 and two warpgroups; two or three CTAs per SM overlap one CTA's fp32
-      promotion with another's MMA), with TMA loads; fewer rows take pointer loads (run 20:
-      TMA's per-launch descriptor encoding costs more host time than it saves GPU time there);
+      promotion with another's MMA);
     - up to 32 rows with max_m <= 512: 64x32, 6 stages (twice the CTAs of 64x64 for the few
-      rows; beyond max_m 512 its zero tiles cost more: 49.4 against 44.2 us at max_m 4096);
+      rows; beyond max_m 512 its zero tiles cost more: 49.4 against 44.2 us at max_m 4096),
+      with pointer loads (TMA's per-launch host cost buys no GPU time there, run 20);
     - otherwise 64x64, 4 stages;
     - except buckets of at most 32 rows (max_m <= 32), which keep grouped_gemm_kernel's 64x32
       tiles (harness runs G and H, below).
@@ -94,11 +94,13 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
         bn, stages = 64, 4
     # The dependent launch saved 0.7-0.9 us from 256 rows but cost 0.5-1.8 us below (run 17:
     # early GEMM programs idle in gdc_wait on SM slots, and few-row calls have little to overlap).
-    # TMA only from 256 rows: Triton 3.6's launcher encodes the two descriptors at every launch,
-    # 10-13 us of host time on the H200 host, which FlashInfer-Bench's timing adds to the GPU
-    # time. It saves 3.0-8.3 us of GPU time at max_m 512-2048 and 0.2-0.8 us below (run 20).
+    # TMA except on the 64x32 tiles: Triton 3.6's launcher encodes the two descriptors at every
+    # launch, 10-13 us of host time on the H200 host, which FlashInfer-Bench's timing adds to
+    # the GPU time. On 64x32 tiles pointer loads cost no GPU time (run 20: 0.2-0.7 us faster at
+    # max_m 64-256); on 64x64 tiles they cost 6-13 us (harness run I: max_m 200 33.2 against
+    # 22.3, max_m 4096 e = 192 61.3 against 48.7), on 64x128 3-8 us (run 20).
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
-                  tma=sm90 and rows >= 256, pdl=sm90 and PDL and rows >= 256)
+                  tma=sm90 and bn >= 64, pdl=sm90 and PDL and rows >= 256)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 
