@@ -30,7 +30,7 @@ SPLITK = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_
 SPLITK_SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, split_k=3)
 # Pass 2 as one output tile per program (zeros included), tiles not dividing max_m or n.
 TILES = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
-# 128-wide weight tiles: their fallback tiles take the raw-code exact loop (kernel._exact_tile_raw).
+# Weight tiles wider than 32: their fallback tiles take the raw-code exact loop (kernel._exact_tile_raw).
 TILES128 = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
 CONFIGS = {"tiles": TILES, "tiles128": TILES128, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
