@@ -539,7 +539,7 @@ def _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_d
 @triton.jit
 def _exact_tile_raw(a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, K, BM: tl.constexpr, BN: tl.constexpr,
                 USE_ASM: tl.constexpr):
-    """_exact_tile for 64- and 128-wide weight tiles, from the raw codes (decoded here) and the exact
+    """_exact_tile for 128-wide weight tiles, from the raw codes (decoded here) and the exact
     scales: one K=32 dot per 32-group on fp16 operands, scaled in fp32 by a_scale x b_scale.
     The scales feed the promotion, not the dot, so they are loaded one step ahead by hand.
     (H200, run 18, max_m 512 with no scale folding: 156 us, against 295 for _exact_tile's
@@ -608,14 +608,14 @@ def grouped_tile_gemm_kernel(
         # it skips the FP8 main loop, whose every block the correction loop would redo, and
         # runs the exact K=32 loop over all of K instead. Exact either way; only the speed
         # depends on the guess.
-        if tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0:
+        # Not on 64-wide tiles: any exact loop compiled into them slowed every 64x64 tile by
+        # 3.6-9.4 us (harness run J against run H; raw and K-quarter loops alike, run 21).
+        folds = tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) + (BN == 64)
+        if folds != 0:
             acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                                BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
         elif BN > 32:
-            # Wider tiles take the raw-code loop: _exact_tile's fp16 operands and K quarters
-            # raise the whole kernel's register count (the branch is compiled in even where it
-            # never runs): harness run J, 64x64 tiles 3.6-9.4 us slower than run H.
             acc = _exact_tile_raw(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
                                   _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
                                   m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
