@@ -32,7 +32,9 @@ SPLITK_SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, sp
 TILES = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
 # Weight tiles wider than 32: their fallback tiles take the raw-code exact loop (kernel._exact_tile_raw).
 TILES128 = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
-CONFIGS = {"tiles": TILES, "tiles128": TILES128, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+# 64-wide weight tiles: main loop + correction loop, no fallback guess.
+TILES64 = heur.Config(BM=16, BN=64, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
+CONFIGS = {"tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -92,7 +94,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)
@@ -107,7 +109,7 @@ def test_wide_and_non_power_of_two_scales_fallback(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 20], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "tiles", "tiles128"])
+@pytest.mark.parametrize("orient", ["normal", "tiles", "tiles128", "tiles64"])
 def test_all_scales_nonfoldable(orient):
     # "tiles", "tiles128": every tile takes an exact K=32 loop instead of the FP8 main loop.
     a, a_s, b, b_s = make(2, 20, 160, 256, seed=6)

@@ -603,15 +603,19 @@ def grouped_tile_gemm_kernel(
             gdc_wait()  # bq and ref come from the decode pass
         ref_rows = ref_ptr + grp64 * KB * N + offs_n
         ref_first = tl.load(ref_rows, mask=n_valid, other=0.0)
-        # A tile none of whose weight rows folds its first block is taken for a fallback tile
-        # (scales that are not powers of two, or widely spread, come whole tensors at a time):
-        # it skips the FP8 main loop, whose every block the correction loop would redo, and
-        # runs the exact K=32 loop over all of K instead. Exact either way; only the speed
-        # depends on the guess.
-        # Not on 64-wide tiles: any exact loop compiled into them slowed every 64x64 tile by
-        # 3.6-9.4 us (harness run J against run H; raw and K-quarter loops alike, run 21).
-        folds = tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) + (BN == 64)
-        if folds != 0:
+        if BN == 64:
+            # 64-wide tiles keep the fourth session's flow (main loop, then the correction
+            # loop): with the fallback guess below, three workloads on them ran 3.6-9.4 us
+            # slower (harness run J against run H, GPU time; cause not found, run 21).
+            acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
+                               grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
+                               BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
+        # Otherwise a tile none of whose weight rows folds its first block is taken for a
+        # fallback tile (scales that are not powers of two, or widely spread, come whole
+        # tensors at a time): it skips the FP8 main loop, whose every block the correction
+        # loop would redo, and runs an exact K=32 loop over all of K instead. Exact either
+        # way; only the speed depends on the guess.
+        elif tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0:
             acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                                BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
