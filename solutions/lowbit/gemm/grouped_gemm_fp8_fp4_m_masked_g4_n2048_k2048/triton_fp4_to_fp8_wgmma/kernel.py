@@ -19,6 +19,9 @@ Scales, per 128-wide K block and per weight row n:
   unscaled codes in the main loop (so it contributes exactly 0 there), and one flag per tile
   records that. After the main loop, only tiles that saw such a row run a correction loop with
   four K=32 dots per affected block, each scaled in fp32 by the exact scales of those rows.
+- in grouped_tile_gemm_kernel, a 32- or 128-wide tile none of whose rows folds its first block
+  skips the main loop and runs an exact K=32 loop over all of K instead (fallback scales come
+  whole tensors at a time, and then the main loop's work would all be redone).
 
 The fp8 MMA's partial sums are promoted to fp32 once per 128-K block
 (acc += dot(...) * scale), never accumulated across blocks inside the MMA.
@@ -493,7 +496,8 @@ def _quarters_of_4(s, R: tl.constexpr):
 def _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                 grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                 BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr):
-    """[BM, BN] fp32 tile exact for any finite scales, from the decoded B: per 128-K block the
+    """[BM, BN] fp32 tile (32-wide weight tiles) exact for any finite scales, from the decoded
+    B: per 128-K block the
     same loads as the FP8 main loop (TMA where it runs, so Triton pipelines them), then four
     K=32 dots on fp16 operands (e4m3 values and their products are exact in fp16, and the fp16
     MMA accumulates in fp32), each scaled in fp32 by a_scale x its weight rows' multiplier:
@@ -538,7 +542,7 @@ def _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_d
 
 @triton.jit
 def _exact_tile_raw(a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, K, BM: tl.constexpr, BN: tl.constexpr,
-                USE_ASM: tl.constexpr):
+                    USE_ASM: tl.constexpr):
     """_exact_tile for 128-wide weight tiles, from the raw codes (decoded here) and the exact
     scales: one K=32 dot per 32-group on fp16 operands, scaled in fp32 by a_scale x b_scale.
     The scales feed the promotion, not the dot, so they are loaded one step ahead by hand.
@@ -581,6 +585,7 @@ def grouped_tile_gemm_kernel(
     TMA (GPU, sm_90+): A and bq come through host-made tensor descriptors over the 2-D views
     [g * MAX_M, K] and [g * N, K] (rows past a group's end belong to the next group or are
     zero-filled, and are never stored). PLAIN: timing experiment only (no scales; wrong).
+    Scales: see the module docstring (the first-block guess and its exact loops are below).
     PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
     while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
     """
