@@ -230,3 +230,14 @@ def test_fast_launch_keys_tma_descriptors():
     t = torch.zeros(64, 256, dtype=torch.float8_e4m3fn)
     assert sol._arg_key(TensorDescriptor.from_tensor(t, [64, 128])) == ("desc", torch.float8_e4m3fn, (64, 128))
     assert sol._arg_key(t) == (torch.float8_e4m3fn, True) and sol._arg_key(7) == 7
+
+
+def test_rebased_descriptor_matches_from_tensor():
+    # The plan path rebases its descriptor templates onto each call's tensors (main._rebased).
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    b1 = torch.empty(64, 128, dtype=torch.float8_e4m3fn)
+    b2 = torch.empty(64, 128, dtype=torch.float8_e4m3fn)
+    got = sol._rebased(TensorDescriptor.from_tensor(b1, [32, 64]), b2)
+    want = TensorDescriptor.from_tensor(b2, [32, 64])
+    assert got.base is b2
+    assert {k: v for k, v in vars(got).items() if k != "base"} == {k: v for k, v in vars(want).items() if k != "base"}
