@@ -352,3 +352,6 @@ def test_rebased_descriptor_matches_from_tensor():
     assert got.base.data_ptr() == want.base.data_ptr()
     assert {k: v for k, v in vars(got).items() if k != "base"} == {k: v for k, v in vars(want).items() if k != "base"}
     assert tmpl.base.data_ptr() == a1.data_ptr()  # the template is left as it was
+    # Plans keep templates without their base (no call's tensors kept alive); rebasing fills it.
+    kept = main._templates(a=tmpl)["a"]
+    assert kept.base is None and main._rebased(kept, a2).base is a2

@@ -108,6 +108,14 @@ def _plan_launch(plan, slot, kernel, grid, args, consts, aligned):
         plan.compiled[slot] = hit
 
 
+def _templates(**descs):
+    """Descriptors kept as templates, without their base tensors (a plan must not keep a
+    call's tensors, or its 16 MiB workspace, alive)."""
+    for desc in descs.values():
+        desc.base = None
+    return descs
+
+
 def _rebased(template, base):
     """template (a TensorDescriptor of this plan's shape, strides and block) over base's
     storage: what from_tensor makes, without its checks (the template passed them, and base
@@ -317,8 +325,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
             # Descriptors over the 2-D views [g * max_m, k] and [g * n, k] (see the kernel);
             # bq is a fresh, aligned tensor.
             if not plan.descs:
-                plan.descs["a"] = TensorDescriptor.from_tensor(a_fp8.view(g * max_m, k), [cfg.BM, 128])
-                plan.descs["q"] = TensorDescriptor.from_tensor(bq.view(g * n, k), [cfg.BN, 128])
+                plan.descs.update(_templates(a=TensorDescriptor.from_tensor(a_fp8.view(g * max_m, k), [cfg.BM, 128]),
+                                             q=TensorDescriptor.from_tensor(bq.view(g * n, k), [cfg.BN, 128])))
             a_desc = _rebased(plan.descs["a"], a_fp8)
             q_desc = _rebased(plan.descs["q"], bq)
         elif cfg.tma:  # a tensor with a 16-byte misaligned start: TMA can't address a_fp8 there

@@ -164,6 +164,14 @@ def _plan_launch(plan, slot, kernel, grid, args, consts, dev, aligned):
         plan.compiled[slot] = hit
 
 
+def _templates(**descs):
+    """Descriptors kept as templates, without their base tensors (a plan must not keep a
+    call's tensors or workspace alive)."""
+    for desc in descs.values():
+        desc.base = None
+    return descs
+
+
 def _rebased(template, base):
     """template (a TensorDescriptor of this plan's shape, strides and block) over base's
     storage: what from_tensor makes, without its checks (the template passed them, and base
@@ -250,6 +258,8 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c):
     st = _device_state(b_fp8)
     plan = st.plans.get((m, n, k))
     if plan is None:
+        if len(st.plans) > 4096:  # a bound for callers that sweep m
+            st.plans.clear()
         cfg = choose(m, n, k, st.cap)
         if getattr(cfg, "pdl", False) and not st.pdl_ok:
             cfg = dataclasses.replace(cfg, pdl=False)
@@ -329,7 +339,7 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, st=None, plan=None, aligned=False
             descs = _gemm_descs(a_op, b_op, c, cfg)
         else:
             if not plan.descs:
-                plan.descs.update(zip("abc", _gemm_descs(a_op, b_op, c, cfg)))
+                plan.descs.update(_templates(**dict(zip("abc", _gemm_descs(a_op, b_op, c, cfg)))))
             descs = (_rebased(plan.descs["a"], a_op), _rebased(plan.descs["b"], b_op),
                      _rebased(plan.descs["c"], c))
         _plan_launch(plan, "gemm", fp8_gemm_tma_kernel, grid, (*descs, m, n, k), cfg.as_kwargs, dev, aligned)
