@@ -428,6 +428,31 @@ def _bs_rows(bs_ptr, grp64, offs_n, N, K):
 
 
 @triton.jit
+def _block_rows(a_ptr, bq_ptr, grp64, offs_m, offs_n, MAX_M, N, K):
+    """Row pointers of A and of the decoded B for the pointer-load path. Token rows past
+    MAX_M and weight rows past N are clamped to valid ones: their results are never stored,
+    and each output row depends only on its own A row."""
+    a_rows = _a_rows(a_ptr, grp64, tl.minimum(offs_m, MAX_M - 1), MAX_M, K)
+    q_rows = bq_ptr + grp64 * N * K + tl.minimum(offs_n, N - 1).to(tl.int64) * K
+    return a_rows, q_rows
+
+
+@triton.jit
+def _load_block(a_desc, bq_desc, a_rows, q_rows, grp, pid_m, pid_n, kb, MAX_M, N,
+                BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr):
+    """128-K block kb of the A tile [BM, 128] and of the decoded B tile [BN, 128]: TMA
+    through the descriptors, or pointer loads (both pipelined by Triton in the K loop)."""
+    if TMA:
+        a = a_desc.load([grp * MAX_M + pid_m * BM, kb * 128])
+        bdec = bq_desc.load([grp * N + pid_n * BN, kb * 128])
+    else:
+        k128 = tl.arange(0, 128)
+        a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]))
+        bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]))
+    return a, bdec
+
+
+@triton.jit
 def _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                  grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                  BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, USE_ASM: tl.constexpr,
@@ -436,12 +461,8 @@ def _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_de
     fp32 promotion per 128-K block, then the correction loop for rows whose scales did not
     fold (ref < 0) in some block."""
     KB = K // 128
-    # Token rows past MAX_M and weight rows past N are clamped to valid ones: their results
-    # are never stored, and each output row depends only on its own A row.
-    a_rows = _a_rows(a_ptr, grp64, tl.minimum(offs_m, MAX_M - 1), MAX_M, K)
+    a_rows, q_rows = _block_rows(a_ptr, bq_ptr, grp64, offs_m, offs_n, MAX_M, N, K)
     as_rows = _as_rows(as_ptr, grp64, offs_m, MAX_M, K)
-    q_rows = bq_ptr + grp64 * N * K + tl.minimum(offs_n, N - 1).to(tl.int64) * K
-    k128 = tl.arange(0, 128)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     bad_rows = tl.zeros((BN,), dtype=tl.int32)
     # The block scales feed the fp32 promotion, not the dot, so Triton's pipeliner does not
@@ -449,12 +470,7 @@ def _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_de
     a_s_next = tl.load(as_rows, mask=m_valid, other=0.0)
     ref_next = ref_first
     for kb in range(0, KB):
-        if TMA:
-            a = a_desc.load([grp * MAX_M + pid_m * BM, kb * 128])
-            bdec = bq_desc.load([grp * N + pid_n * BN, kb * 128])
-        else:
-            a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]))
-            bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]))
+        a, bdec = _load_block(a_desc, bq_desc, a_rows, q_rows, grp, pid_m, pid_n, kb, MAX_M, N, BM, BN, TMA)
         a_s = a_s_next
         a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
         ref_raw = ref_next
@@ -504,11 +520,9 @@ def _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_d
     ref for a row whose block folded (bq holds E2M1 * 2^d), the row's own per-32 scale for a
     row whose block did not (bq holds the raw codes)."""
     KB = K // 128
-    a_rows = _a_rows(a_ptr, grp64, tl.minimum(offs_m, MAX_M - 1), MAX_M, K)
+    a_rows, q_rows = _block_rows(a_ptr, bq_ptr, grp64, offs_m, offs_n, MAX_M, N, K)
     as_rows = _as_rows(as_ptr, grp64, offs_m, MAX_M, K)
-    q_rows = bq_ptr + grp64 * N * K + tl.minimum(offs_n, N - 1).to(tl.int64) * K
     bs_rows = _bs_rows(bs_ptr, grp64, offs_n, N, K)
-    k128 = tl.arange(0, 128)
     g4 = tl.arange(0, 4)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     # The scales feed the promotion, not the dots: loaded one block ahead by hand.
@@ -516,12 +530,7 @@ def _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_d
     ref_next = ref_first
     s_next = tl.load(bs_rows[:, None] + g4[None, :], mask=n_valid[:, None], other=0.0)
     for kb in range(0, KB):
-        if TMA:
-            a = a_desc.load([grp * MAX_M + pid_m * BM, kb * 128])
-            bdec = bq_desc.load([grp * N + pid_n * BN, kb * 128])
-        else:
-            a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]))
-            bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]))
+        a, bdec = _load_block(a_desc, bq_desc, a_rows, q_rows, grp, pid_m, pid_n, kb, MAX_M, N, BM, BN, TMA)
         a_s = a_s_next
         ref_raw = ref_next
         s4 = s_next
