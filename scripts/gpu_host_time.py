@@ -174,7 +174,7 @@ def tma_ab(g, s):
         fns = {}
         for path in ("tma", "ptr"):
             c2 = dataclasses.replace(cfg, path=path)
-            fns[f"path={path}"] = (lambda c2, plan: lambda *a: s.launch_gemm(*a, c2, None, plan, True))(
+            fns[f"path={path}"] = (lambda c2, plan: lambda *a: s.launch_gemm(*a, c2, plan, True))(
                 c2, s._Plan(c2))
         cases.append((f"sparse m={m}", args, fns))
     print("| case | variant | gpu us | enqueue us | harness us |\n|---|---|---|---|---|")

@@ -274,7 +274,7 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c):
         return launch_mma_small(a_vals, a_meta, b_fp8, c, cfg, st)
     if cfg.path == "stream":
         return launch_stream(a_vals, a_meta, b_fp8, c, cfg)
-    return launch_gemm(a_vals, a_meta, b_fp8, c, cfg, st, plan, aligned)
+    return launch_gemm(a_vals, a_meta, b_fp8, c, cfg, plan, aligned)
 
 
 def launch_small(a_vals, a_meta, b_fp8, c, cfg, plan=None, aligned=False):
@@ -311,7 +311,7 @@ def launch_stream(a_vals, a_meta, b_fp8, c, cfg):
     return c
 
 
-def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, st=None, plan=None, aligned=False):
+def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, plan=None, aligned=False):
     """Decode + tensor-core GEMM with an explicit GemmConfig (inputs already validated):
     cfg.f16 decodes A and B to fp16 workspaces (one launch), else A to e4m3. plan, aligned:
     see sparse_gemm_fp4_fp8 (None: launched through _launch's cache)."""
@@ -327,7 +327,7 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, st=None, plan=None, aligned=False
     dev = b_fp8.get_device()
     total = m * groups
     if cfg.f16:
-        a_op, b_op = decode_f16(a_vals, a_meta, b_fp8, st, pdl=cfg.pdl)
+        a_op, b_op = decode_f16(a_vals, a_meta, b_fp8, pdl=cfg.pdl)
     else:
         # Dense e4m3 A (scaled by 2^-6), written as one int32 per group (the kernel casts the
         # pointer), in a fresh workspace every call.
@@ -359,7 +359,7 @@ def _gemm_descs(a_op, b_op, c, cfg):
             TensorDescriptor.from_tensor(c, [cfg.BM, cfg.BN]))
 
 
-def decode_f16(a_vals, a_meta, b_fp8, st=None, pdl=False):
+def decode_f16(a_vals, a_meta, b_fp8, pdl=False):
     """One launch: fp16 A (m x k, scaled by 2^-14) and fp16 B (n x k) in fresh workspaces,
     written every call; returns (a16, b16)."""
     (m, groups), (n, k) = a_vals.shape, b_fp8.shape
