@@ -13,10 +13,12 @@ inside its figure. Per case this prints:
 
 Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.py [--profile]
 (--profile: also a cProfile of 300 calls per case, top functions by own time;
- --tma-ab: instead, the heuristic's TMA configs against pointer loads, GPU and host time)
+ --ab: instead, variants of the heuristic's configs, checked, then GPU and host time; it
+ replaced the fifth session's --tma-ab, TMA against pointer loads, which it includes)
 """
 
 import cProfile
+import dataclasses
 import os
 import pstats
 import statistics
@@ -29,6 +31,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 from lowbit_gemm.bench.timing import time_call  # noqa: E402
+from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle, sparse_gemm_oracle  # noqa: E402
 from lowbit_gemm.solutions import load_solution  # noqa: E402
 
 GROUPED = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
@@ -117,8 +120,8 @@ def main():
         ("sparse m=1024", s, sparse_inputs(1024)),
         ("sparse m=4096", s, sparse_inputs(4096)),
     ]
-    if "--tma-ab" in sys.argv:
-        return tma_ab(g, s)
+    if "--ab" in sys.argv:
+        return variants_ab(g, s)
     rows = []
     for name, mod, args in cases:
         mod.run(*args)  # compile
@@ -149,40 +152,68 @@ def main():
               f"{', '.join(f'{n} {t:.1f}' for n, t in zip(names, launches))} |")
 
 
-def tma_ab(g, s):
-    """The heuristic's TMA configs against the same tiles with pointer loads: GPU time,
-    host time until return (enqueue) and the harness's measure, per case (medians of 5
-    interleaved repeats of each measure, so host noise hits both alike)."""
-    import dataclasses
+def _grouped_variants(cfg):
+    """Sixth session: the heuristic's config against the same tiles with host-made TMA
+    descriptors, descriptors made on the device (no host encoding), pointer loads, a
+    register cap (64x128 tiles: 3 CTAs per SM instead of 2) and the dependent launch."""
+    rep = dataclasses.replace
+    v = {"now": cfg, "tma_host": rep(cfg, tma=True, dev_desc=False), "tma_dev": rep(cfg, tma=True, dev_desc=True),
+         "ptr": rep(cfg, tma=False, dev_desc=False)}
+    if cfg.BN == 128:
+        v["tma_dev_r200"] = rep(cfg, tma=True, dev_desc=True, maxnreg=200)
+        v["tma_dev_r168"] = rep(cfg, tma=True, dev_desc=True, maxnreg=168)
+    v["tma_dev_pdl"] = rep(cfg, tma=True, dev_desc=True, pdl=True)
+    return v
+
+
+def _sparse_variants(cfg):
+    """The FP8 GEMM from m = 257: pointer or TMA loads (host- or device-made descriptors),
+    4 stages (96 KiB: 2 CTAs per SM) or 3 (72 KiB: 3 CTAs with pointers; TMA takes 194
+    registers, so 3 CTAs need a cap of 168)."""
+    rep = dataclasses.replace
+    return {"now": cfg, "ptr_s4": rep(cfg, path="ptr", num_stages=4), "ptr_s3": rep(cfg, path="ptr", num_stages=3),
+            "tma_host_s4": rep(cfg, path="tma", num_stages=4, dev_desc=False),
+            "tma_dev_s4": rep(cfg, path="tma", num_stages=4, dev_desc=True),
+            "tma_dev_s3": rep(cfg, path="tma", num_stages=3, dev_desc=True),
+            "tma_dev_s3_r168": rep(cfg, path="tma", num_stages=3, dev_desc=True, maxnreg=168)}
+
+
+def variants_ab(g, s):
+    """Variants of the heuristic's configs (_grouped_variants, _sparse_variants): each first
+    checked against the float64 oracle on NaN-poisoned outputs (a failing one is reported and
+    dropped), then GPU time, host time until return (enqueue) and the harness's measure,
+    medians of 5 interleaved repeats of each measure so host noise hits all alike."""
     gh = load_solution(GROUPED, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
     sh = load_solution(SPARSE, "lowbit", "triton_sparse_fp4_decode_wgmma", "heuristics")
     cases = []
     for max_m, masked, hint in ((64, [8, 21, 32, 13], 19), (128, [27, 9, 32, 18], 21), (256, [0, 256, 0, 0], 1),
                                 (512, [512] * 4, 512), (1024, [703, 785, 697, 842], 757),
-                                (2048, [1416, 1616, 1382, 1688], 1526)):
+                                (2048, [1416, 1616, 1382, 1688], 1526), (4096, [1024] * 4, 1024)):
         args = grouped_inputs(max_m, masked, hint)
-        cfg = gh.choose_config(max_m, hint, N, (9, 0))
-        fns = {}
-        for tma in (True, False):
-            c2 = dataclasses.replace(cfg, tma=tma)
-            fns[f"tma={tma}"] = (lambda c2: lambda *a: g.grouped_gemm_fp8_fp4_masked(
-                a[0], a[1], a[2], a[3], a[4], a[6], a[5], config=c2))(c2)
-        cases.append((f"grouped max_m={max_m}", args, fns))
+        fns = {name: (lambda c2: lambda *a: g.grouped_gemm_fp8_fp4_masked(
+            a[0], a[1], a[2], a[3], a[4], a[6], a[5], config=c2))(c2)
+            for name, c2 in _grouped_variants(gh.choose_config(max_m, hint, N, (9, 0))).items()}
+        fns["run"] = g.run
+        cases.append((f"grouped max_m={max_m}", args, fns, grouped_gemm_oracle(*args[:5])))
     for m in (512, 1024, 2048, 4096, 8192):
         args = sparse_inputs(m)
-        cfg = sh.choose(m, N, K, (9, 0))
-        fns = {}
-        for path in ("tma", "ptr"):
-            c2 = dataclasses.replace(cfg, path=path)
-            fns[f"path={path}"] = (lambda c2, plan: lambda *a: s.launch_gemm(*a, c2, plan, True))(
-                c2, s._Plan(c2))
-        cases.append((f"sparse m={m}", args, fns))
-    print("| case | variant | gpu us | enqueue us | harness us |\n|---|---|---|---|---|")
-    for name, args, fns in cases:
+        fns = {name: (lambda c2, plan: lambda *a: s.launch_gemm(*a, c2, plan, True))(c2, s._Plan(c2))
+               for name, c2 in _sparse_variants(sh.choose(m, N, K, (9, 0))).items()}
+        fns["run"] = s.run
+        cases.append((f"sparse m={m}", args, fns, sparse_gemm_oracle(*args[:3])))
+    print("| case | variant | gpu us | enqueue us | harness us |\n|---|---|---|---|---|", flush=True)
+    for name, args, fns, want in cases:
+        for v, fn in list(fns.items()):
+            try:
+                for _ in range(2):  # the first call compiles and plans, the second relaunches
+                    out = [a.clone() for a in args[:-1]] + [torch.full_like(args[-1], float("nan"))]
+                    fn(*out)
+                    torch.cuda.synchronize()
+                    check_accuracy(out[-1], want, what=f"{name} {v}")
+            except Exception as exc:  # reported, not timed
+                print(f"| {name} | {v} | FAILED: {type(exc).__name__}: {str(exc)[:240]} | | |", flush=True)
+                del fns[v]
         res = {v: {"gpu": [], "enq": [], "harness": []} for v in fns}
-        for fn in fns.values():
-            fn(*args)
-        torch.cuda.synchronize()
         for _ in range(5):
             for v, fn in fns.items():
                 res[v]["gpu"].append(time_call(fn, args, L2, reps=10).median_us)
