@@ -333,8 +333,14 @@ def test_heuristic_regimes_and_tma_key():
     for (max_m, hint), bn in widths.items():
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))
         assert cfg.tiles and cfg.predec and cfg.BN == bn and cfg.tma == (bn >= 64), (max_m, hint, cfg)
-        assert cfg.pdl == (heur.PDL and bn == 128), cfg  # the dependent launch only for many rows
+        assert cfg.pdl == (heur.PDL and bn >= 64), cfg  # the dependent launch off on 32-wide tiles
     assert not heur.choose_config(512, None, 2048, (8, 0)).tma
+    # 64x128 tiles get the register cap (a third CTA per SM) only where it saves a wave:
+    # 512 full is 512 tiles, two waves on 132 SMs either way; 2048 rows (hint 1830) 1856.
+    assert heur.choose_config(512, None, 2048, (9, 0)).maxnreg == 0
+    assert heur.choose_config(2048, 1830, 2048, (9, 0)).maxnreg == 168
+    assert heur.choose_config(2048, 1830, 2048, (8, 0)).maxnreg == 0
+    assert heur.three_ctas_pay(768, 132) and not heur.three_ctas_pay(512, 132)
     from triton.tools.tensor_descriptor import TensorDescriptor
     desc = TensorDescriptor.from_tensor(torch.zeros(64, 256, dtype=torch.float8_e4m3fn), [64, 128])
     assert hash(main._arg_key(desc)) == hash(("desc", torch.float8_e4m3fn, (64, 128)))

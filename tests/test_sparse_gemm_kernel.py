@@ -241,3 +241,17 @@ def test_rebased_descriptor_matches_from_tensor():
     want = TensorDescriptor.from_tensor(b2, [32, 64])
     assert got.base is b2
     assert {k: v for k, v in vars(got).items() if k != "base"} == {k: v for k, v in vars(want).items() if k != "base"}
+
+
+def test_third_cta_only_where_it_saves_a_wave():
+    """The FP8 GEMM runs 3 stages (3 CTAs per SM; TMA capped at 168 registers) only where
+    that takes fewer waves of 64x128 tiles on the SMs (round 8); the definition's n = k = 2048
+    on 132 SMs: 2048 rows are 512 tiles, two waves either way; 3072 and 8192 rows save one
+    and two."""
+    def pick(m):
+        cfg = H.gemm_config(m, 2048, 2048, (9, 0), 132)
+        return cfg.num_stages, cfg.maxnreg, cfg.path
+    assert pick(512) == (4, 0, "ptr") and pick(2048) == (4, 0, "ptr")
+    assert pick(3072) == (3, 0, "ptr")  # pointer loads take 164 registers: no cap needed
+    assert pick(8192) == (3, 168, "tma")
+    assert H.gemm_config(8192, 2048, 2048, (9, 0), 1100).num_stages == 4  # one wave either way

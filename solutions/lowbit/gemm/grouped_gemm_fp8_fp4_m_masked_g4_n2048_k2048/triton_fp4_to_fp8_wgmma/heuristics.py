@@ -9,11 +9,21 @@ from dataclasses import dataclass
 
 
 DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
-# Pass 2 as a programmatic dependent launch on sm_90+ from 256 rows (see choose_config). Off:
-# it saved under 1 us (run 17), and the sparse solution's same pairing is the prime suspect
-# of a one-output harness failure that no run without it showed (harness run H', 2026-11-30);
-# not yet checked on a GPU (scripts/gpu_sparse_gemm.py pdlcheck).
-PDL = False
+# Pass 2 as a programmatic dependent launch on sm_90+ on 64- and 128-wide tiles (see
+# choose_config). Off in the fifth session (the sparse solution's same pairing was suspected
+# of one harness failure, which `gpu_sparse_gemm.py pdlcheck` did not reproduce); on again
+# since run 23 (sixth session), checked against the oracle in every run since.
+PDL = True
+# SMs assumed when the caller does not say (the H200's).
+DEFAULT_SMS = 132
+
+
+def three_ctas_pay(tiles: int, num_sms: int) -> bool:
+    """Whether a third CTA per SM (a register cap of 168 on 64x128 tiles) pays: when it
+    takes fewer waves of tiles than two CTAs per SM. Run 23 (H200): max_m 1024 / 2048 / 4096
+    (768 / 1536 / 1024 tiles) 3.7 / 9.0 / 9.7 us faster with the cap; max_m 512 full (512
+    tiles, two waves either way, the third CTA's wave a quarter full) 3.5 us slower."""
+    return -(-tiles // (3 * num_sms)) < -(-tiles // (2 * num_sms))
 
 
 @dataclass(frozen=True)
@@ -58,7 +68,8 @@ def _expected_rows(max_m: int, expected_m) -> int:
     return max_m if expected_m is None else max(1, min(int(expected_m), max_m))
 
 
-def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
+def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: int = DEFAULT_SMS,
+                  g: int = 4) -> Config:
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
@@ -71,7 +82,8 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     grouped_gemm_kernel, 18.3 here). One warpgroup per tile; the tile width follows the hint:
     - from 256 rows: 64x128, 3 stages (runs 13-14: 37.4 us at max_m 512 full against 46.8
       with 128x128 and two warpgroups; two or three CTAs per SM overlap one CTA's fp32
-      promotion with another's MMA);
+      promotion with another's MMA), its 228 registers capped at 168 (3 CTAs per SM instead
+      of 2) when the hint's tiles then take fewer waves on num_sms SMs (three_ctas_pay);
     - up to 32 rows with max_m <= 512: 64x32, 6 stages (twice the CTAs of 64x64 for the few
       rows; beyond max_m 512 its zero tiles cost more: 49.4 against 44.2 us at max_m 4096),
       with pointer loads (TMA's per-launch host cost buys no GPU time there, run 20);
@@ -83,6 +95,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
     """
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
+    maxnreg = 0
     if max_m <= 32:
         # A bucket of at most 32 rows: grouped_gemm_kernel's 64x32 tiles with 8 stages took
         # 17.3 / 18.0 / 17.8 us at max_m 1 / 16 / 32 in harness run G, the one-tile kernel
@@ -90,19 +103,22 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0)) -> Config:
         return Config(BM=64, BN=32, swap=False, num_warps=4, num_stages=8, predec=True)
     if rows >= 256:
         bn, stages = 128, 3
+        if three_ctas_pay(-(-rows // 64) * -(-n // bn) * g, num_sms):
+            maxnreg = 168
     elif rows <= 32 and max_m <= 512:
         bn, stages = 32, 6
     else:
         bn, stages = 64, 4
-    # The dependent launch saved 0.7-0.9 us from 256 rows but cost 0.5-1.8 us below (run 17:
-    # early GEMM programs idle in gdc_wait on SM slots, and few-row calls have little to overlap).
+    # The dependent launch: on 64- and 128-wide tiles 0.5-4.1 us faster in every run of the
+    # fifth and sixth sessions (runs 21-23); on 32-wide ones mixed (max_m 128 with 16-28 rows
+    # +1.9 us, all groups empty +1.3 us, others -0.5..-1.4), so off there.
     # TMA except on the 64x32 tiles: Triton 3.6's launcher encodes the two descriptors at every
     # launch, 10-13 us of host time on the H200 host, which FlashInfer-Bench's timing adds to
     # the GPU time. On 64x32 tiles pointer loads cost no GPU time (run 20: 0.2-0.7 us faster at
     # max_m 64-256); on 64x64 tiles they cost 6-13 us (harness run I: max_m 200 33.2 against
     # 22.3, max_m 4096 e = 192 61.3 against 48.7), on 64x128 3-8 us (run 20).
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
-                  tma=sm90 and bn >= 64, pdl=sm90 and PDL and rows >= 256)
+                  tma=sm90 and bn >= 64, pdl=sm90 and PDL and bn >= 64, maxnreg=maxnreg if sm90 else 0)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 

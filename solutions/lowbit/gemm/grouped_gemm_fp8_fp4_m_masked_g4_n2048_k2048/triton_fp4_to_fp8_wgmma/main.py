@@ -17,7 +17,7 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .heuristics import ZN, ZR, Config, choose_config, grid_split
+from .heuristics import DEFAULT_SMS, ZN, ZR, Config, choose_config, grid_split
 from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
@@ -25,17 +25,19 @@ DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-_CAPABILITY = {}
+_DEVICE_FACTS = {}
 
 
-def _capability(dev):
-    """Compute capability per device, looked up once (a device property, not data)."""
+def _device_facts(dev):
+    """(compute capability, SM count) per device, looked up once (device properties, not
+    data); off CUDA the H200's, which the heuristic was measured on."""
     if dev.type != "cuda":
-        return (9, 0)
+        return (9, 0), DEFAULT_SMS
     index = dev.index if dev.index is not None else torch.cuda.current_device()
-    if index not in _CAPABILITY:
-        _CAPABILITY[index] = torch.cuda.get_device_capability(index)
-    return _CAPABILITY[index]
+    if index not in _DEVICE_FACTS:
+        _DEVICE_FACTS[index] = (torch.cuda.get_device_capability(index),
+                                torch.cuda.get_device_properties(index).multi_processor_count)
+    return _DEVICE_FACTS[index]
 
 
 # Fast relaunch (the sparse solution does the same; solutions are packed self-contained, so
@@ -236,7 +238,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         return _Plan(True, g, max_m, n, k, config, 0, {}, (), (), -1, {}, {})
     chosen = config is None
     if chosen:
-        config = choose_config(max_m, expected_m, n, _capability(dev))
+        config = choose_config(max_m, expected_m, n, *_device_facts(dev), g=g)
     if config.BN < 32 or config.BM < 16:
         # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
         # decode with < 4 bytes per thread (now CORR_ASM off there), not re-measured since.

@@ -49,6 +49,19 @@ TMA_FROM_M = 4096
 # check in run 14 too, but with less margin (worst 0.93 of the tolerance at m = 2048) and it
 # failed the harness in run 5; every 128 failed in run 13.
 ACC_K_HOPPER = 32
+# SMs assumed when the caller does not say (the H200's).
+DEFAULT_SMS = 132
+
+
+def three_ctas_pay(tiles: int, num_sms: int) -> bool:
+    """Whether the FP8 GEMM's 64x128 tiles should run 3 CTAs per SM (3 stages, 72 KiB of
+    shared memory, and TMA's 194 registers capped at 168) instead of 2 (4 stages, 96 KiB):
+    when that takes fewer waves. Round 8 (H200, GPU us, 4 stages -> 3): m = 3072 (768 tiles)
+    45.9 -> 41.2 with pointers, 4096 (1024) 55.8 -> 49.9 and 8192 (2048) 108.4 -> 96.1 with
+    TMA; at 512-2048 (128-512 tiles, as many waves either way) 3 stages were 0-2.8 us slower."""
+    return -(-tiles // (3 * num_sms)) < -(-tiles // (2 * num_sms))
+
+
 # Decode and GEMM as a programmatic dependent launch pair on sm_90+ (GemmConfig.pdl). Off:
 # it saved 0.1-0.7 us (run 17), and harness run H' (2026-11-30) failed one output of m = 8192
 # by 2.0 with it on, an error the FP8 path never came near without it (worst 0.78 of the
@@ -209,7 +222,7 @@ def small_config(m: int, n: int, k: int) -> SmallConfig:
     return SmallConfig(BM=bm, BN=8, BK=tile_k(k, max(K_MULTIPLE, 2048 // bm)))
 
 
-def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
+def gemm_config(m: int, n: int, k: int, capability=(9, 0), num_sms: int = DEFAULT_SMS) -> GemmConfig:
     """Tiles measured on the H200 (docs/kernels/sparse_gemm.md, graph us at n = k = 2048).
     On Hopper: from F8_FROM_M rows dense e4m3 A and the FP8 GEMM promoted every
     ACC_K_HOPPER products (runs 13-14, TMA loads: 512: 13.2, 1024: 17.1, 8192: 106.5; TMA only
@@ -221,8 +234,11 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0)) -> GemmConfig:
         # One warpgroup on 64x128 tiles: two or three CTAs per SM overlap one CTA's fp32
         # promotions with another's MMA (run 14: 106.5 us at 8192 against 116.6 for 128x128
         # with two warpgroups; TMA 8% faster than pointers at 4096-8192).
-        return GemmConfig(BM=64, BN=128, BK=tile_k(k, 128), num_warps=4, num_stages=4,
-                          acc_k=ACC_K_HOPPER, path="tma" if m >= TMA_FROM_M else "ptr", pdl=PDL)
+        # A third CTA per SM where it saves a wave (three_ctas_pay).
+        three = three_ctas_pay(-(-m // 64) * -(-n // 128), num_sms)
+        path = "tma" if m >= TMA_FROM_M else "ptr"
+        return GemmConfig(BM=64, BN=128, BK=tile_k(k, 128), num_warps=4, num_stages=3 if three else 4,
+                          acc_k=ACC_K_HOPPER, path=path, pdl=PDL, maxnreg=168 if three and path == "tma" else 0)
     if capability[0] == 9 and m >= F16_FROM_M:
         # Only m = F16_FROM_M..F8_FROM_M - 1 (129..256) get here. No dependent launch: it
         # measured 17.5 us against 13.4 at m = 256 (run 17).
@@ -262,10 +278,10 @@ def mma_small_config(m: int, n: int, k: int, capability=(9, 0), bw: int = 64, sp
                           num_stages=num_stages, acc_k=acc_k, lut=lut)
 
 
-def choose(m: int, n: int, k: int, capability=(9, 0)):
+def choose(m: int, n: int, k: int, capability=(9, 0), num_sms: int = DEFAULT_SMS):
     """The config (with .path: "fma", "mma_small", "ptr" or "tma") for one call, m >= 1."""
     if use_small_path(m):
         return small_config(m, n, k)
     if m <= MMA_SMALL_M_MAX:
         return mma_small_config(m, n, k, capability)
-    return gemm_config(m, n, k, capability)
+    return gemm_config(m, n, k, capability, num_sms)

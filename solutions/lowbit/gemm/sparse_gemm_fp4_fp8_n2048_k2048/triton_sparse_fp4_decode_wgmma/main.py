@@ -22,7 +22,7 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .heuristics import DECODE16_BLOCK_A, DECODE16_BLOCK_B, DECODE_BLOCK, K_MULTIPLE, choose
+from .heuristics import DECODE16_BLOCK_A, DECODE16_BLOCK_B, DECODE_BLOCK, DEFAULT_SMS, K_MULTIPLE, choose
 from .kernel import (decode_a_kernel, decode_f16_kernel, fp8_gemm_kernel, fp8_gemm_tma_kernel,
                      fused_gemm_kernel, gdc_wait, small_m_fma_kernel, small_m_mma_kernel, stream_kernel)
 
@@ -57,6 +57,8 @@ class _Device:
     def __init__(self, device):
         self.device = device
         self.cap = torch.cuda.get_device_capability(device) if device.type == "cuda" else (9, 0)
+        self.sms = torch.cuda.get_device_properties(device).multi_processor_count \
+            if device.type == "cuda" else DEFAULT_SMS
         # Programmatic dependent launch needs an NVIDIA GPU; the heuristic may ask for it on
         # (9, 0) elsewhere (e.g. the interpreter, which reports that capability here).
         self.pdl_ok = (device.type == "cuda" and torch.version.hip is None and gdc_wait is not None
@@ -279,7 +281,7 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c):
     if plan is None:
         if len(st.plans) > 4096:  # a bound for callers that sweep m
             st.plans.clear()
-        cfg = choose(m, n, k, st.cap)
+        cfg = choose(m, n, k, st.cap, st.sms)
         if getattr(cfg, "pdl", False) and not st.pdl_ok:
             cfg = dataclasses.replace(cfg, pdl=False)
         plan = st.plans[(m, n, k)] = _Plan(cfg)
