@@ -270,18 +270,30 @@ def acc_variants(m):
     return v
 
 
-def acc_mode():
+def midm_variants(m):
+    """Round 9 (sixth session): m = 128..1024 run 16-256 tiles of the 64x128 FP8 GEMM (or the
+    fp16 paths below 257 rows), under one wave on 132 SMs: narrower FP8 tiles (promoted every
+    32 products, as from 257 rows) give more CTAs."""
+    v = {"chosen_now": H.choose(m, N, K, (9, 0))}
+    for bm, bn, bk, st in ((64, 64, 128, 4), (64, 64, 128, 6), (64, 32, 128, 6), (64, 64, 256, 3),
+                           (64, 128, 128, 3)):
+        v[f"fp8ptr{bm}x{bn}x{bk}w4s{st}_acc32"] = G(bm, bn, bk, 4, st, path="ptr", acc_k=32)
+    return v
+
+
+def acc_mode(ms=(512, 1024, 8192), variants=None):
     """Can the FP8 MMA pass the harness's check if promoted to fp32 often enough? On the
     harness's pruned inputs (2 seeds) and random bytes (repeated positions, 1 seed): mismatches
     (atol = rtol = 1e-2), rel-norm and the worst margin max(err / (atol + rtol |want|)) (a
-    mismatch is > 1), then GPU time; the fp16 path beside."""
+    mismatch is > 1), then GPU time; the fp16 path beside. ms, variants: the midm mode's."""
+    variants = variants or acc_variants
     rows = []
-    for m in (512, 1024, 8192):
+    for m in ms:
         cases = []
         for seed in range(3):
             a_vals, a_meta, b = make_pruned(m, seed) if seed < 2 else make_harness_like(m, seed)
             cases.append((a_vals, a_meta, b, dense_a64(a_vals, a_meta) @ b.double().T))
-        for name, cfg in acc_variants(m).items():
+        for name, cfg in variants(m).items():
             fn = launcher(cfg)
             bad_total, rel_max, worst = 0, 0.0, 0.0
             for a_vals, a_meta, b, ref in cases:
@@ -347,6 +359,8 @@ def main():
     sweep_rows = []
     if "acc" in modes:
         acc_mode()
+    if "midm" in modes:
+        acc_mode((128, 256, 512, 1024), midm_variants)
     if "pdlcheck" in modes:
         pdl_check()
     if "validate" in modes:

@@ -333,7 +333,7 @@ def test_heuristic_regimes_and_tma_key():
     for (max_m, hint), bn in widths.items():
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))
         assert cfg.tiles and cfg.predec and cfg.BN == bn and cfg.tma == (bn >= 64), (max_m, hint, cfg)
-        assert cfg.pdl == (heur.PDL and bn >= 64), cfg  # the dependent launch off on 32-wide tiles
+        assert cfg.pdl == heur.PDL, cfg  # the dependent launch on every one-tile config
     assert not heur.choose_config(512, None, 2048, (8, 0)).tma
     # 64x128 tiles get the register cap (a third CTA per SM) only where it saves a wave:
     # 512 full is 512 tiles, two waves on 132 SMs either way; 2048 rows (hint 1830) 1856.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 
 DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
-# Pass 2 as a programmatic dependent launch on sm_90+ on 64- and 128-wide tiles (see
+# Pass 2 (the one-tile kernel) as a programmatic dependent launch on sm_90+ (see
 # choose_config). Off in the fifth session (the sparse solution's same pairing was suspected
 # of one harness failure, which `gpu_sparse_gemm.py pdlcheck` did not reproduce); on again
 # since run 23 (sixth session), checked against the oracle in every run since.
@@ -109,16 +109,16 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
         bn, stages = 32, 6
     else:
         bn, stages = 64, 4
-    # The dependent launch: on 64- and 128-wide tiles 0.5-4.1 us faster in every run of the
-    # fifth and sixth sessions (runs 21-23); on 32-wide ones mixed (max_m 128 with 16-28 rows
-    # +1.9 us, all groups empty +1.3 us, others -0.5..-1.4), so off there.
+    # The dependent launch: 0.4-4.1 us faster on nearly every shape in the `--validate` runs
+    # of the fifth and sixth sessions (runs 21-23); slower in two: all groups empty (+1.2 us:
+    # nothing to overlap) and max_m 128 with 40-128 rows (+1.9..2.2 us, not understood).
     # TMA except on the 64x32 tiles: Triton 3.6's launcher encodes the two descriptors at every
     # launch, 10-13 us of host time on the H200 host, which FlashInfer-Bench's timing adds to
     # the GPU time. On 64x32 tiles pointer loads cost no GPU time (run 20: 0.2-0.7 us faster at
     # max_m 64-256); on 64x64 tiles they cost 6-13 us (harness run I: max_m 200 33.2 against
     # 22.3, max_m 4096 e = 192 61.3 against 48.7), on 64x128 3-8 us (run 20).
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
-                  tma=sm90 and bn >= 64, pdl=sm90 and PDL and bn >= 64, maxnreg=maxnreg if sm90 else 0)
+                  tma=sm90 and bn >= 64, pdl=sm90 and PDL, maxnreg=maxnreg if sm90 else 0)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 
