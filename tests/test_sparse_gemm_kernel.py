@@ -183,22 +183,28 @@ def test_mma_small_tickets_reset_and_repeat():
 def test_entry_point_paths_by_m():
     """On Hopper (the default capability here): from F8_FROM_M rows dense e4m3 A and the FP8
     GEMM promoted every ACC_K_HOPPER products (TMA loads from TMA_FROM_M rows, pointer loads
-    below); F16_FROM_M..F8_FROM_M-1 rows decode A and
-    B to fp16, then the fp16 GEMM; 2..F16_FROM_M-1 rows take the e4m3-A path with fp16
-    widening. Run each at reduced n, k (ragged m and n; k = 96 gives BK = 32)."""
-    f8, f16 = H.F8_FROM_M, H.F16_FROM_M
-    cases = ((H.TMA_FROM_M, 40, 96, "tma", False, H.ACC_K_HOPPER),
-             (f8 + 3, 40, 128, "ptr", False, H.ACC_K_HOPPER), (f8, 32, 96, "ptr", False, H.ACC_K_HOPPER),
-             (f8 - 1, 32, 128, "ptr", True, H.ACC_F16), (f16, 40, 96, "ptr", True, H.ACC_F16),
-             (f16 - 1, 40, 96, "ptr", False, H.ACC_F16), (37, 40, 96, "ptr", False, H.ACC_F16),
-             (2, 24, 128, "ptr", False, H.ACC_F16))
-    for m, n, k, path, is_f16, acc_k in cases:
+    below; 32-, 64- and 128-wide tiles as m grows); 2..F8_FROM_M-1 rows take the e4m3-A path
+    with fp16 widening. Run each at reduced n, k (ragged m and n; k = 96 gives BK = 32). The
+    fp16-workspace path (no longer chosen) runs through an explicit config."""
+    f8 = H.F8_FROM_M
+    cases = ((H.TMA_FROM_M, 40, 96, "tma", False, H.ACC_K_HOPPER, 128),
+             (600, 40, 128, "ptr", False, H.ACC_K_HOPPER, 128), (300, 40, 96, "ptr", False, H.ACC_K_HOPPER, 64),
+             (f8 + 3, 40, 128, "ptr", False, H.ACC_K_HOPPER, 32), (f8, 32, 96, "ptr", False, H.ACC_K_HOPPER, 32),
+             (f8 - 1, 32, 128, "ptr", False, H.ACC_F16, 32), (37, 40, 96, "ptr", False, H.ACC_F16, 32),
+             (2, 24, 128, "ptr", False, H.ACC_F16, 32))
+    for m, n, k, path, is_f16, acc_k, bn in cases:
         a_vals, a_meta, b = _inputs(m, n, k, "random", seed=7 + m)
         c = _poisoned(m, n)
         cfg = H.choose(m, n, k)
-        assert (cfg.path, cfg.f16, cfg.acc_k) == (path, is_f16, acc_k), (m, cfg)
+        assert (cfg.path, cfg.f16, cfg.acc_k, cfg.BN) == (path, is_f16, acc_k, bn), (m, cfg)
         sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c)
         _check(c, a_vals, a_meta, b)
+    m, n, k = 150, 40, 128
+    a_vals, a_meta, b = _inputs(m, n, k, "random", seed=3)
+    c = _poisoned(m, n)
+    sol.launch_gemm(a_vals, a_meta, b, c, H.GemmConfig(BM=64, BN=64, BK=64, num_warps=4, num_stages=4,
+                                                        acc_k=H.ACC_F16, path="ptr", f16=True))
+    _check(c, a_vals, a_meta, b)
 
 
 def test_f16_decode_writes_exact_operands():

@@ -6,13 +6,14 @@ Paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbers):
 - 2..128 rows (and every m off Hopper): decode A once into a dense e4m3 workspace (one int32
   word per 2:4 group), then a dense tensor-core GEMM (on Hopper both operands widened to
   fp16 in registers, fp32 accumulation), with narrow tiles so that 128+ CTAs run;
-- 129..256 rows on Hopper: one launch decodes A and B to dense fp16 workspaces, then a plain
-  pipelined fp16 GEMM (loads feed the dot directly);
-- from 257 rows on Hopper: dense e4m3 A, then the FP8 GEMM with its running sum promoted to
-  fp32 after every wgmma (32 products), which keeps the harness's check; TMA loads from
-  TMA_FROM_M rows, pointer loads below (where the call is host-bound, see TMA_FROM_M).
-The one-launch split-K kernel (small_m_mma_kernel) and the no-split streaming kernel
-(stream_kernel) stay selectable for experiments; both measured slower (runs 8-10).
+- from 129 rows on Hopper: dense e4m3 A, then the FP8 GEMM with its running sum promoted to
+  fp32 after every wgmma (32 products), which keeps the harness's check; its tile width
+  grows with m (32, 64, then 128 columns); TMA loads from TMA_FROM_M rows, pointer loads
+  below (where the call is host-bound, see TMA_FROM_M).
+Decoding both operands to fp16 workspaces first (decode_f16_kernel, GemmConfig.f16; the
+129..256-row path until round 9), the one-launch split-K kernel (small_m_mma_kernel) and the
+no-split streaming kernel (stream_kernel) stay selectable for experiments; all measured
+slower (runs 8-10, round 9).
 Decoding inside the GEMM ("fused" path, kept for experiments) repeats the decode for every
 column tile, and measured 1.8x slower at m = 16; its 64- and 128-row tiles do not compile
 with Triton 3.6.
@@ -32,14 +33,14 @@ SMALL_M_MAX = 1
 # Run 10: the two-launch path with 16-wide weight tiles beat it at m = 16 (8.13 against 9.76
 # us), so it is no longer chosen (0); it stays selectable through MmaSmallConfig.
 MMA_SMALL_M_MAX = 0
-# On Hopper, rows from which A and B go through fp16 workspaces (runs 10-11: at 128 rows the
-# e4m3-A path took 9.49 us with 32x32 tiles against 12.74 through fp16).
-F16_FROM_M = 129
-# On Hopper, rows from which the FP8 MMA promoted every 32 products replaces the fp16 path
+# On Hopper, rows from which the FP8 MMA promoted every 32 products replaces the fp16 MMA
 # (run 14, fourth session: harness-like inputs at m = 256..8192 all within tolerance, worst
-# error 0.78 of it, a one-ulp bf16 rounding flip; 512: 13.2 us against 17.1 through fp16,
-# 1024: 17.1 / 21.8, 8192: 106.5 / 138.0; at 256 a tie, 12.8 / 12.7, so fp16 stays).
-F8_FROM_M = 257
+# error 0.78 of it, a one-ulp bf16 rounding flip; 512: 13.2 us against 17.1 through fp16
+# workspaces, 1024: 17.1 / 21.8, 8192: 106.5 / 138.0). Round 9 (sixth session) moved it from
+# 257 to 129 with 32-wide tiles: m = 256 10.3 us against 13.7 through fp16 workspaces (the
+# pruned and random-byte inputs within 0.77 of the tolerance); at 128 a tie with the
+# fp16-widened 32x32 tiles below (9.3 / 9.2), which keep m <= 128.
+F8_FROM_M = 129
 # Rows from which the FP8 GEMM loads through TMA descriptors. Triton 3.6's launcher encodes
 # the three descriptors at every launch, 8-16 us of host time on the H200 host, which
 # FlashInfer-Bench's timing adds to the GPU time; TMA saves 0.7-2.0 us of GPU time at
@@ -225,25 +226,27 @@ def small_config(m: int, n: int, k: int) -> SmallConfig:
 def gemm_config(m: int, n: int, k: int, capability=(9, 0), num_sms: int = DEFAULT_SMS) -> GemmConfig:
     """Tiles measured on the H200 (docs/kernels/sparse_gemm.md, graph us at n = k = 2048).
     On Hopper: from F8_FROM_M rows dense e4m3 A and the FP8 GEMM promoted every
-    ACC_K_HOPPER products (runs 13-14, TMA loads: 512: 13.2, 1024: 17.1, 8192: 106.5; TMA only
-    from TMA_FROM_M rows since run 20); F16_FROM_M to
-    F8_FROM_M - 1 rows both operands through fp16 workspaces (f16 = True) and a plain
-    pipelined fp16 GEMM (run 7: 13.6 us at 256); fewer rows dense e4m3 A widened to fp16 in
-    registers (ACC_F16). Elsewhere: dense e4m3 A and the FP8 MMA (untested off Hopper)."""
+    ACC_K_HOPPER products (runs 13-14, round 9; TMA loads only from TMA_FROM_M rows since
+    run 20); fewer rows dense e4m3 A widened to fp16 in registers (ACC_F16). Elsewhere:
+    dense e4m3 A and the FP8 MMA (untested off Hopper)."""
     if capability[0] == 9 and m >= F8_FROM_M:
-        # One warpgroup on 64x128 tiles: two or three CTAs per SM overlap one CTA's fp32
+        # One warpgroup per tile, so that two or three CTAs per SM overlap one CTA's fp32
         # promotions with another's MMA (run 14: 106.5 us at 8192 against 116.6 for 128x128
-        # with two warpgroups; TMA 8% faster than pointers at 4096-8192).
+        # with two warpgroups). Up to 512 rows the 64x128 tiles are under one wave on 132
+        # SMs; narrower ones give more CTAs (round 9, pointer loads: m = 256 10.3 us on 64x32
+        # with 6 stages against 15.0 on 64x128; 512 13.1 on 64x64 against 14.0; 1024 18.1 on
+        # 64x128 against 22-27 on the narrower ones).
+        if m <= 256:
+            return GemmConfig(BM=64, BN=32, BK=tile_k(k, 128), num_warps=4, num_stages=6,
+                              acc_k=ACC_K_HOPPER, path="ptr", pdl=PDL)
+        if m <= 512:
+            return GemmConfig(BM=64, BN=64, BK=tile_k(k, 128), num_warps=4, num_stages=4,
+                              acc_k=ACC_K_HOPPER, path="ptr", pdl=PDL)
         # A third CTA per SM where it saves a wave (three_ctas_pay).
         three = three_ctas_pay(-(-m // 64) * -(-n // 128), num_sms)
         path = "tma" if m >= TMA_FROM_M else "ptr"
         return GemmConfig(BM=64, BN=128, BK=tile_k(k, 128), num_warps=4, num_stages=3 if three else 4,
                           acc_k=ACC_K_HOPPER, path=path, pdl=PDL, maxnreg=168 if three and path == "tma" else 0)
-    if capability[0] == 9 and m >= F16_FROM_M:
-        # Only m = F16_FROM_M..F8_FROM_M - 1 (129..256) get here. No dependent launch: it
-        # measured 17.5 us against 13.4 at m = 256 (run 17).
-        return GemmConfig(BM=64, BN=64, BK=tile_k(k, 64), num_warps=4, num_stages=4, acc_k=ACC_F16,
-                          path="ptr", f16=True)
     # Few rows: the GEMM is latency-bound with one warp per scheduler (ncu, run 8), so narrow
     # tiles that give 128+ CTAs win (runs 10-11, graph us: 32x32x256 with 3 stages 8.40 at
     # m = 2, 8.02 at 7, 8.43 at 48, 8.46 at 64, 9.37 at 96, 9.49 at 128, within 0.5 us of
