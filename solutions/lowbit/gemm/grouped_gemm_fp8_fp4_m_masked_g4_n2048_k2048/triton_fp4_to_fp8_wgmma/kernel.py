@@ -580,7 +580,7 @@ def grouped_tile_gemm_kernel(
     MAX_M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
-    PDL: tl.constexpr = False, DEV_DESC: tl.constexpr = False,
+    PDL: tl.constexpr = False, PERSIST: tl.constexpr = False,
 ):
     """Pass 2 (the heuristic's choice from max_m 33): grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g),
     one output tile per program, token tiles fastest, so the programs that share a weight tile
@@ -597,18 +597,33 @@ def grouped_tile_gemm_kernel(
     Scales: see the module docstring (the first-block guess and its exact loops are below).
     PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
     while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
-    DEV_DESC (with TMA): each GEMM program makes the two descriptors itself
-    (tl.make_tensor_descriptor, in the launch's global scratch) instead of taking host-made
-    ones, which Triton's launcher encodes at every launch (10-16 us of host time, run 20).
+    PERSIST: grid = (P, g) with P below the group's tile count; program p of a group takes
+    its tiles p, p + P, ... in turn, so a bucket much larger than masked_m costs a loop of
+    zero stores instead of one short-lived program per zero tile.
     """
     pid = tl.program_id(0)
     grp = tl.program_id(1)
-    grp64 = grp.to(tl.int64)
-    num_m = tl.cdiv(MAX_M, BM)
-    pid_m = pid % num_m
-    pid_n = pid // num_m
     mm = tl.load(mm_ptr + grp)
     mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
+    if PERSIST:
+        for tile in range(pid, tl.cdiv(MAX_M, BM) * tl.cdiv(N, BN), tl.num_programs(0)):
+            _output_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
+                         tile, grp, mm, MAX_M, N, K, BM, BN, TMA, MANUAL_RNE, USE_ASM, CORR_ASM, PLAIN, PDL)
+    else:
+        _output_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
+                     pid, grp, mm, MAX_M, N, K, BM, BN, TMA, MANUAL_RNE, USE_ASM, CORR_ASM, PLAIN, PDL)
+
+
+@triton.jit
+def _output_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
+                 tile, grp, mm, MAX_M, N, K,
+                 BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
+                 USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr, PDL: tl.constexpr):
+    """grouped_tile_gemm_kernel's work for one output tile (token tiles fastest in `tile`)."""
+    grp64 = grp.to(tl.int64)
+    num_m = tl.cdiv(MAX_M, BM)
+    pid_m = tile % num_m
+    pid_n = tile // num_m
     KB = K // 128
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
@@ -616,13 +631,6 @@ def grouped_tile_gemm_kernel(
     n_valid = offs_n < N
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     if pid_m * BM < mm:
-        if TMA and DEV_DESC:
-            # Over the same 2-D views as the host's descriptors; g is the grid's second dim.
-            a_d = tl.make_tensor_descriptor(a_ptr, [tl.num_programs(1) * MAX_M, K], [K, 1], [BM, 128])
-            q_d = tl.make_tensor_descriptor(bq_ptr, [tl.num_programs(1) * N, K], [K, 1], [BN, 128])
-        else:
-            a_d = a_desc
-            q_d = bq_desc
         if PDL:
             gdc_wait()  # bq and ref come from the decode pass
         ref_rows = ref_ptr + grp64 * KB * N + offs_n
@@ -632,7 +640,7 @@ def grouped_tile_gemm_kernel(
             # loop): with the fallback guess below, three workloads on them ran 3.6-9.4 us
             # slower (harness run J against run H): compiled in, the exact loops take the
             # 64x64 kernel from 160 to 191 registers, 3 to 2 CTAs per SM (run 21).
-            acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_d, q_d,
+            acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                                BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
         # Otherwise a tile none of whose weight rows folds its first block is taken for a
@@ -641,7 +649,7 @@ def grouped_tile_gemm_kernel(
         # loop would redo, and runs an exact K=32 loop over all of K instead. Exact either
         # way; only the speed depends on the guess.
         elif tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0:
-            acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_d, q_d,
+            acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                                BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
         elif BN > 32:
@@ -649,7 +657,7 @@ def grouped_tile_gemm_kernel(
                                   _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
                                   m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
         else:
-            acc = _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_d, q_d,
+            acc = _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                               grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                               BM, BN, TMA)
         acc = tl.where(m_valid[:, None], acc, 0.0)

@@ -129,25 +129,6 @@ def _rebased(template, base):
     return desc
 
 
-def _scratch(size, alignment, stream):
-    """Triton's global-scratch allocator (kernels that make TMA descriptors on the device):
-    per launch, from PyTorch's stream-ordered allocator on the current device."""
-    return torch.empty(size, dtype=torch.int8, device="cuda")
-
-
-def _set_scratch_allocator():
-    """Installs _scratch as Triton's allocator unless the caller installed one (Triton's
-    default raises). A ContextVar: set per call, since calls may come from other threads."""
-    try:
-        from triton.runtime import _allocation
-        current = _allocation._allocator.get()
-        if current is _scratch or not isinstance(current, _allocation.NullAllocator):
-            return
-    except (ImportError, AttributeError):  # another Triton layout: install ours
-        pass
-    triton.set_allocator(_scratch)
-
-
 _TICKETS = {}
 
 
@@ -278,7 +259,10 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     m_split = grid_split(config, max_m, expected_m)
     # Plain integer ceil-division: triton.cdiv is a constexpr function, slow to call from Python.
     if config.tiles:
-        grid = (-(-max_m // config.BM) * -(-n // config.BN), g, 1)
+        tiles = -(-max_m // config.BM) * -(-n // config.BN)
+        if config.persist:  # persist programs per SM, split among the groups
+            tiles = min(tiles, max(1, -(-config.persist * _device_facts(dev)[1] // g)))
+        grid = (tiles, g, 1)
     else:
         grid = (-(-n // config.BN) * m_split + -(-max_m // ZR), g, config.split_k)
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb, g),
@@ -342,9 +326,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
                           num_warps=cfg.decode_warps), aligned)
     if cfg.tiles:
         consts, a_desc, q_desc = plan.consts, c, c
-        if cfg.tma and aligned and cfg.dev_desc:
-            _set_scratch_allocator()  # the kernel makes its descriptors in global scratch
-        elif cfg.tma and aligned:
+        if cfg.tma and aligned:
             # Descriptors over the 2-D views [g * max_m, k] and [g * n, k] (see the kernel);
             # bq is a fresh, aligned tensor.
             if not plan.descs:
@@ -353,7 +335,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
             a_desc = _rebased(plan.descs["a"], a_fp8)
             q_desc = _rebased(plan.descs["q"], bq)
         elif cfg.tma:  # a tensor with a 16-byte misaligned start: TMA can't address a_fp8 there
-            consts = {**consts, "TMA": False, "DEV_DESC": False}
+            consts = {**consts, "TMA": False}
         _plan_launch(plan, "gemm", grouped_tile_gemm_kernel, plan.grid,
                      (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, a_desc, q_desc, max_m, n, k),
                      consts, aligned)

@@ -160,9 +160,6 @@ class GemmConfig:
     # interpreter): it starts while the decode runs and waits for its writes in-kernel; the
     # pointer GEMM on e4m3 A first prefetches its B rows (an input) into L2.
     pdl: bool = False
-    # TMA path: the GEMM makes its descriptors on the device (tl.make_tensor_descriptor in
-    # the launch's global scratch) instead of the launcher encoding them at every launch.
-    dev_desc: bool = False
     # Register cap per thread (0: the compiler's choice).
     maxnreg: int = 0
 
@@ -177,7 +174,6 @@ class GemmConfig:
             kw["maxnreg"] = self.maxnreg
         if self.path == "tma":
             kw["WS"] = self.ws
-            kw["DEV_DESC"] = self.dev_desc
         else:
             kw["PREFETCH_B"] = self.pdl and not self.f16
         return kw

@@ -203,18 +203,11 @@ def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_c
 def fp8_gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                         ACC_K: tl.constexpr, WS: tl.constexpr, SCALE: tl.constexpr,
-                        PDL: tl.constexpr = False, DEV_DESC: tl.constexpr = False):
+                        PDL: tl.constexpr = False):
     """Same product (e4m3 or fp16 operands, SCALE as above) with tensor descriptors (TMA on
     Hopper): out-of-range rows load as zero and are clipped on store. WS: let Triton split
     the loop into load and MMA warps (only this branch names warp_specialize, so older
-    Triton never sees it with WS off). PDL: wait for the decode's writes first.
-    DEV_DESC: a_desc, b_desc and c_desc arrive as plain pointers (e4m3 or fp16 A, B, bf16 C,
-    rows contiguous) and each program makes the descriptors itself, in the launch's global
-    scratch, instead of Triton's launcher encoding them on the host at every launch."""
-    if DEV_DESC:
-        a_desc = tl.make_tensor_descriptor(a_desc, [M, K], [K, 1], [BM, BK])
-        b_desc = tl.make_tensor_descriptor(b_desc, [N, K], [K, 1], [BN, BK])
-        c_desc = tl.make_tensor_descriptor(c_desc, [M, N], [N, 1], [BM, BN])
+    Triton never sees it with WS off). PDL: wait for the decode's writes first."""
     if PDL:
         gdc_wait()
     pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)

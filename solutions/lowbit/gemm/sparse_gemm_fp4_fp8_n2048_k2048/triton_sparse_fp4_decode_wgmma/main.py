@@ -185,25 +185,6 @@ def _rebased(template, base):
     return desc
 
 
-def _scratch(size, alignment, stream):
-    """Triton's global-scratch allocator (kernels that make TMA descriptors on the device):
-    per launch, from PyTorch's stream-ordered allocator on the current device."""
-    return torch.empty(size, dtype=torch.int8, device="cuda")
-
-
-def _set_scratch_allocator():
-    """Installs _scratch as Triton's allocator unless the caller installed one (Triton's
-    default raises). A ContextVar: set per call, since calls may come from other threads."""
-    try:
-        from triton.runtime import _allocation
-        current = _allocation._allocator.get()
-        if current is _scratch or not isinstance(current, _allocation.NullAllocator):
-            return
-    except (ImportError, AttributeError):  # another Triton layout: install ours
-        pass
-    triton.set_allocator(_scratch)
-
-
 def _device_state(t):
     key = t.get_device()
     st = _DEVICES.get(key)
@@ -356,10 +337,7 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, plan=None, aligned=False):
         _plan_launch(plan, "decode", decode_a_kernel, (_cdiv(total, DECODE_BLOCK), 1, 1),
                      (a_vals, a_meta, a_op, total), lambda: dict(_DECODE_OPTS, PDL=cfg.pdl), dev, aligned)
     if cfg.path == "tma" and (aligned if plan is not None else _tma_ok(b_op, c)) and c.shape[1] % 8 == 0:
-        if cfg.dev_desc:
-            _set_scratch_allocator()  # the kernel makes its descriptors in global scratch
-            descs = (a_op, b_op, c)
-        elif plan is None:
+        if plan is None:
             descs = _gemm_descs(a_op, b_op, c, cfg)
         else:
             if not plan.descs:
@@ -371,7 +349,6 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, plan=None, aligned=False):
         def kwargs():
             kw = cfg.as_kwargs()
             kw.pop("WS", None)  # a TMA config falling back to pointers (unaligned c or n)
-            kw.pop("DEV_DESC", None)
             kw.setdefault("PREFETCH_B", cfg.pdl and not cfg.f16)
             return kw
         _plan_launch(plan, "gemm_ptr", fp8_gemm_kernel, grid, (a_op, b_op, c, m, n, k, k, k, n), kwargs, dev,
