@@ -156,12 +156,13 @@ def _grouped_variants(cfg):
     """Sixth session. Run 22: host-made TMA descriptors against descriptors made on the
     device (-5 us of host time, +2..14 us of GPU time: dropped), pointer loads, register caps
     on 64x128, PDL; run 23: the cap (168: 3 CTAs per SM) and PDL with host-made descriptors
-    (both taken). Run 24: persistent programs (Config.persist, per SM), which walk their
-    group's tiles, so zero tiles cost a loop turn instead of a program; the loop raises the
-    registers (Triton 3.9 AOT: 64x64 160 -> 216), hence the cap."""
+    (both taken, now the heuristic's). Run 24's persistent programs (no gain, removed) are in
+    git history (commit "Grouped tile kernel: optional persistent programs")."""
     rep = dataclasses.replace
-    return {"now": cfg, "persist3_r168": rep(cfg, persist=3, maxnreg=168), "persist2": rep(cfg, persist=2),
-            "persist6_r168": rep(cfg, persist=6, maxnreg=168)}
+    v = {"now": cfg, "ptr": rep(cfg, tma=False), "pdl_flip": rep(cfg, pdl=not cfg.pdl)}
+    if cfg.BN == 128:
+        v["cap_flip"] = rep(cfg, maxnreg=0 if cfg.maxnreg else 168)
+    return v
 
 
 def _sparse_variants(cfg):

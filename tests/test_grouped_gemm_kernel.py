@@ -34,9 +34,7 @@ TILES = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=
 TILES128 = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
 # 64-wide weight tiles: main loop + correction loop, no fallback guess.
 TILES64 = heur.Config(BM=16, BN=64, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
-# Programs walking tiles (persist per SM; the test below makes the SM count 1).
-TILES_PERSIST = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True, persist=2)
-CONFIGS = {"tiles_persist": TILES_PERSIST, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+CONFIGS = {"tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -72,18 +70,6 @@ def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
     a, a_s, b, b_s = make(4, 41, 96, 256)
     check(a, a_s, b, b_s, torch.tensor(masked, dtype=torch.int32), CONFIGS[orient])
-
-
-@pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
-def test_persistent_programs_walk_every_tile(monkeypatch, masked):
-    """Config.persist: grid (persist * SMs / g, g); with one SM here, 1 program per group
-    walks all 9 tiles (3 token tiles x 3 weight tiles) of its group, GEMM and zero ones."""
-    monkeypatch.setattr(main, "_device_facts", lambda dev: ((9, 0), 1))
-    a, a_s, b, b_s = make(4, 41, 96, 256)
-    mm = torch.tensor(masked, dtype=torch.int32)
-    c = torch.empty(4, 41, 96, dtype=torch.bfloat16)
-    assert main._make_plan(a, a_s, b, b_s, mm, c, None, TILES_PERSIST).grid[:2] == (1, 4)
-    check(a, a_s, b, b_s, mm, TILES_PERSIST)
 
 
 @pytest.mark.parametrize("orient", ["normal", "swap", "tiles"])

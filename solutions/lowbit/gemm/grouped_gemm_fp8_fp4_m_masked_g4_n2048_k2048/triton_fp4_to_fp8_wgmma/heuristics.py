@@ -46,8 +46,6 @@ class Config:
                            # per program, zeros included) instead of grouped_gemm_kernel
     tma: bool = False      # tiles only: A and decoded B through TMA tensor descriptors (sm_90+)
     pdl: bool = False      # tiles only: pass 2 as a programmatic dependent launch of pass 1 (sm_90+)
-    persist: int = 0       # tiles only: programs per SM to launch, each walking tiles (0: one
-                           # program per output tile)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -58,8 +56,7 @@ class Config:
     def tile_kwargs(self):
         """grouped_tile_gemm_kernel's constexprs and compile options."""
         return dict(BM=self.BM, BN=self.BN, TMA=self.tma, USE_ASM=self.use_asm, PLAIN=self.ablate != 0,
-                    PDL=self.pdl, PERSIST=self.persist > 0,
-                    num_warps=self.num_warps, num_stages=self.num_stages,
+                    PDL=self.pdl, num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"launch_pdl": True} if self.pdl else {}),
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 

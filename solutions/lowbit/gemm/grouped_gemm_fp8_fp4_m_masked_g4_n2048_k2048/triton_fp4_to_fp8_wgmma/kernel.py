@@ -580,7 +580,7 @@ def grouped_tile_gemm_kernel(
     MAX_M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
-    PDL: tl.constexpr = False, PERSIST: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """Pass 2 (the heuristic's choice from max_m 33): grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g),
     one output tile per program, token tiles fastest, so the programs that share a weight tile
@@ -597,33 +597,15 @@ def grouped_tile_gemm_kernel(
     Scales: see the module docstring (the first-block guess and its exact loops are below).
     PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
     while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
-    PERSIST: grid = (P, g) with P below the group's tile count; program p of a group takes
-    its tiles p, p + P, ... in turn, so a bucket much larger than masked_m costs a loop of
-    zero stores instead of one short-lived program per zero tile.
     """
     pid = tl.program_id(0)
     grp = tl.program_id(1)
-    mm = tl.load(mm_ptr + grp)
-    mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
-    if PERSIST:
-        for tile in range(pid, tl.cdiv(MAX_M, BM) * tl.cdiv(N, BN), tl.num_programs(0)):
-            _output_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
-                         tile, grp, mm, MAX_M, N, K, BM, BN, TMA, MANUAL_RNE, USE_ASM, CORR_ASM, PLAIN, PDL)
-    else:
-        _output_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
-                     pid, grp, mm, MAX_M, N, K, BM, BN, TMA, MANUAL_RNE, USE_ASM, CORR_ASM, PLAIN, PDL)
-
-
-@triton.jit
-def _output_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
-                 tile, grp, mm, MAX_M, N, K,
-                 BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
-                 USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr, PDL: tl.constexpr):
-    """grouped_tile_gemm_kernel's work for one output tile (token tiles fastest in `tile`)."""
     grp64 = grp.to(tl.int64)
     num_m = tl.cdiv(MAX_M, BM)
-    pid_m = tile % num_m
-    pid_n = tile // num_m
+    pid_m = pid % num_m
+    pid_n = pid // num_m
+    mm = tl.load(mm_ptr + grp)
+    mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
     KB = K // 128
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)

@@ -259,10 +259,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     m_split = grid_split(config, max_m, expected_m)
     # Plain integer ceil-division: triton.cdiv is a constexpr function, slow to call from Python.
     if config.tiles:
-        tiles = -(-max_m // config.BM) * -(-n // config.BN)
-        if config.persist:  # persist programs per SM, split among the groups
-            tiles = min(tiles, max(1, -(-config.persist * _device_facts(dev)[1] // g)))
-        grid = (tiles, g, 1)
+        grid = (-(-max_m // config.BM) * -(-n // config.BN), g, 1)
     else:
         grid = (-(-n // config.BN) * m_split + -(-max_m // ZR), g, config.split_k)
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb, g),
