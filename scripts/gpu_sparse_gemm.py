@@ -281,6 +281,17 @@ def midm_variants(m):
     return v
 
 
+def bigm_variants(m):
+    """Round 10 (sixth session): m = 1024 and 2048 run 256 and 512 tiles of 64x128 (about one
+    and two waves at 2 CTAs per SM): K steps of 64 with more stages (3 CTAs per SM at 72
+    KiB), the tile order's group size, and two warpgroups on 128x128."""
+    v = {"chosen_now": H.choose(m, N, K, (9, 0))}
+    for bm, bn, bk, w, st, gm in ((64, 128, 64, 4, 6, 8), (64, 128, 64, 4, 8, 8), (64, 128, 128, 4, 4, 4),
+                                  (64, 128, 128, 4, 4, 16), (128, 128, 128, 8, 3, 8), (128, 128, 64, 8, 4, 8)):
+        v[f"fp8ptr{bm}x{bn}x{bk}w{w}s{st}g{gm}_acc32"] = G(bm, bn, bk, w, st, path="ptr", acc_k=32, group_m=gm)
+    return v
+
+
 def acc_mode(ms=(512, 1024, 8192), variants=None):
     """Can the FP8 MMA pass the harness's check if promoted to fp32 often enough? On the
     harness's pruned inputs (2 seeds) and random bytes (repeated positions, 1 seed): mismatches
@@ -361,6 +372,8 @@ def main():
         acc_mode()
     if "midm" in modes:
         acc_mode((128, 256, 512, 1024), midm_variants)
+    if "bigm" in modes:
+        acc_mode((1024, 2048), bigm_variants)
     if "pdlcheck" in modes:
         pdl_check()
     if "validate" in modes:
