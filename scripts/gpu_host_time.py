@@ -160,8 +160,10 @@ def _grouped_variants(cfg):
     git history (commit "Grouped tile kernel: optional persistent programs")."""
     rep = dataclasses.replace
     v = {"now": cfg, "ptr": rep(cfg, tma=False), "pdl_flip": rep(cfg, pdl=not cfg.pdl)}
-    if cfg.BN == 128:
+    if cfg.BN == 128:  # run 25: stages on 64x128 (4: 96 KiB, 2 CTAs; 2: 48 KiB)
         v["cap_flip"] = rep(cfg, maxnreg=0 if cfg.maxnreg else 168)
+        v["s4"] = rep(cfg, num_stages=4, maxnreg=0)
+        v["s2_cap"] = rep(cfg, num_stages=2, maxnreg=168)
     return v
 
 
