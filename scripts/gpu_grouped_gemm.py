@@ -351,6 +351,18 @@ def validate_mode():
                 print(f"validate KNOWN LIMIT {exc}", flush=True)
         cfg = H.choose_config(max_m, exp, N, torch.cuda.get_device_capability())
         print(f"validate max_m={max_m} masked={masked} {sc} hint={exp}: ok [{cfg}]", flush=True)
+    # A 16-byte misaligned a_fp8 (TMA can't address it: pointer loads, without the register
+    # cap of a capped config, run 25).
+    a, a_s, b, b_s, mm = make(1024, [703, 785, 697, 842], seed=40)
+    shifted = torch.empty(a.numel() + 8, dtype=a.dtype, device=dev)[8:].view(a.shape)
+    shifted.copy_(a)
+    assert shifted.data_ptr() % 16
+    c = torch.full((G, 1024, N), float("nan"), dtype=torch.bfloat16, device=dev)
+    default_fn(shifted, a_s, b, b_s, mm, 757, c)
+    torch.cuda.synchronize()
+    check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what="run/misaligned a_fp8/1024")
+    print(f"validate misaligned a_fp8 max_m=1024 hint=757: ok, "
+          f"{time_call(default_fn, [shifted, a_s, b, b_s, mm, 757, c], L2, reps=20).median_us:.1f} us", flush=True)
     # GPU time of run() and, where the one-tile kernel runs, of the same config with the
     # dependent launch switched the other way (H.PDL decides the default).
     cap = torch.cuda.get_device_capability()
