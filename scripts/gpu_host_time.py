@@ -168,8 +168,9 @@ def _grouped_variants(cfg):
 
 
 def _sparse_variants(cfg):
-    """The FP8 GEMM from m = 257: pointer or TMA loads, 4 stages (96 KiB: 2 CTAs per SM) or 3
-    (72 KiB: 3 CTAs with pointers; TMA takes 194 registers, so 3 CTAs need a cap of 168).
+    """The FP8 GEMM's tiles as the heuristic picks them (64x128 from m = 513, 64x64 at 512):
+    pointer or TMA loads, 4 stages (64x128: 96 KiB, 2 CTAs per SM) or 3 (72 KiB: 3 CTAs with
+    pointers; TMA takes 194 registers, so 3 CTAs need a cap of 168).
     Run 22 also had descriptors made on the device: +1..23 us of GPU time, dropped; round
     8's choice, which three_ctas_pay now makes, is "now"."""
     rep = dataclasses.replace
