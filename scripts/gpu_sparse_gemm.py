@@ -259,26 +259,29 @@ def make_pruned(m, seed):
     return a_vals.to(DEV), a_meta.to(DEV), b
 
 
+def _fp8_tile_variants(m, path, tiles):
+    """The heuristic's choice at m beside FP8 GEMMs (4 warps, promoted every 32 products) on
+    the (BM, BN, BK, stages) tiles given, with `path` loads."""
+    v = {"chosen_now": H.choose(m, N, K, (9, 0))}
+    for bm, bn, bk, st in tiles:
+        v[f"fp8{path}{bm}x{bn}x{bk}w4s{st}_acc32"] = G(bm, bn, bk, 4, st, path=path, acc_k=32)
+    return v
+
+
 def acc_variants(m):
     """Run 13 (promotion every 32/64/128 at 128x128x128, TMA tiles) showed 32 and 64 passing
     the pruned inputs and 128 failing; run 14 swept FP8 tiles at 32 and 64 from m = 256 up
     (TMA 64x128x128 w4 s4 won at every m); run 16 sweeps K step and stages around it."""
-    v = {"chosen_now": H.choose(m, N, K, (9, 0))}
-    for bm, bn, bk, st in ((64, 128, 128, 3), (64, 128, 64, 4), (64, 128, 64, 6), (64, 64, 128, 4),
-                           (64, 256, 64, 3)):
-        v[f"fp8tma{bm}x{bn}x{bk}w4s{st}_acc32"] = G(bm, bn, bk, 4, st, path="tma", acc_k=32)
-    return v
+    return _fp8_tile_variants(m, "tma", ((64, 128, 128, 3), (64, 128, 64, 4), (64, 128, 64, 6),
+                                         (64, 64, 128, 4), (64, 256, 64, 3)))
 
 
 def midm_variants(m):
     """Round 9 (sixth session): m = 128..1024 run 16-256 tiles of the 64x128 FP8 GEMM (or the
     fp16 paths below 257 rows), under one wave on 132 SMs: narrower FP8 tiles (promoted every
     32 products, as from 257 rows) give more CTAs."""
-    v = {"chosen_now": H.choose(m, N, K, (9, 0))}
-    for bm, bn, bk, st in ((64, 64, 128, 4), (64, 64, 128, 6), (64, 32, 128, 6), (64, 64, 256, 3),
-                           (64, 128, 128, 3)):
-        v[f"fp8ptr{bm}x{bn}x{bk}w4s{st}_acc32"] = G(bm, bn, bk, 4, st, path="ptr", acc_k=32)
-    return v
+    return _fp8_tile_variants(m, "ptr", ((64, 64, 128, 4), (64, 64, 128, 6), (64, 32, 128, 6),
+                                         (64, 64, 256, 3), (64, 128, 128, 3)))
 
 
 def bigm_variants(m):

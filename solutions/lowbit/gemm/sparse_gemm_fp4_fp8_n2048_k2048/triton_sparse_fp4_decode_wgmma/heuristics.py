@@ -232,17 +232,19 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0), num_sms: int = DEFAUL
         # SMs; narrower ones give more CTAs (round 9, pointer loads: m = 256 10.3 us on 64x32
         # with 6 stages against 15.0 on 64x128; 512 13.1 on 64x64 against 14.0; 1024 18.1 on
         # 64x128 against 22-27 on the narrower ones).
-        if m <= 256:
-            return GemmConfig(BM=64, BN=32, BK=tile_k(k, 128), num_warps=4, num_stages=6,
-                              acc_k=ACC_K_HOPPER, path="ptr", pdl=PDL)
-        if m <= 512:
-            return GemmConfig(BM=64, BN=64, BK=tile_k(k, 128), num_warps=4, num_stages=4,
-                              acc_k=ACC_K_HOPPER, path="ptr", pdl=PDL)
-        # A third CTA per SM where it saves a wave (three_ctas_pay).
-        three = three_ctas_pay(-(-m // 64) * -(-n // 128), num_sms)
         path = "tma" if m >= TMA_FROM_M else "ptr"
-        return GemmConfig(BM=64, BN=128, BK=tile_k(k, 128), num_warps=4, num_stages=3 if three else 4,
-                          acc_k=ACC_K_HOPPER, path=path, pdl=PDL, maxnreg=168 if three and path == "tma" else 0)
+        cap = 0
+        if m <= 256:
+            bn, stages = 32, 6
+        elif m <= 512:
+            bn, stages = 64, 4
+        elif three_ctas_pay(-(-m // 64) * -(-n // 128), num_sms):
+            # A third CTA per SM where it saves a wave; TMA's 194 registers need a cap for it.
+            bn, stages, cap = 128, 3, 168 if path == "tma" else 0
+        else:
+            bn, stages = 128, 4
+        return GemmConfig(BM=64, BN=bn, BK=tile_k(k, 128), num_warps=4, num_stages=stages,
+                          acc_k=ACC_K_HOPPER, path=path, pdl=PDL, maxnreg=cap)
     # Few rows: the GEMM is latency-bound with one warp per scheduler (ncu, run 8), so narrow
     # tiles that give 128+ CTAs win (runs 10-11, graph us: 32x32x256 with 3 stages 8.40 at
     # m = 2, 8.02 at 7, 8.43 at 48, 8.46 at 64, 9.37 at 96, 9.49 at 128, within 0.5 us of
