@@ -13,8 +13,9 @@ inside its figure. Per case this prints:
 
 Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.py [--profile]
 (--profile: also a cProfile of 300 calls per case, top functions by own time;
- --ab: instead, variants of the heuristic's configs, checked, then GPU and host time; it
- replaced the fifth session's --tma-ab, TMA against pointer loads, which it includes)
+ --ab [grouped|sparse|fused]: instead, variants of the heuristic's configs, checked, then GPU
+ and host time; it replaced the fifth session's --tma-ab, TMA against pointer loads, which it
+ includes; "fused": the one-pass kernel for few rows against the heuristic, seventh session)
 """
 
 import cProfile
@@ -167,6 +168,22 @@ def _grouped_variants(cfg):
     return v
 
 
+def _fused_variants(cfg, max_m, hint, config_cls):
+    """Seventh session: the one-pass kernel with the weights on the MMA's M side for few rows
+    (grouped_gemm_kernel, no decode pass): decoded B in k order through shared memory
+    (fold2d) against kperm (B kept in the prmt lookup's k order, A loaded in that order), on
+    token tiles of 16 / 32 / 64 and 3 or 5 stages."""
+    rep = dataclasses.replace
+    base = config_cls(BM=32, BN=64, swap=True, num_warps=4, num_stages=3)
+    rows = max(1, min(hint, max_m))
+    bm = 16 if rows <= 16 else (32 if rows <= 32 else 64)
+    v = {"now": cfg, f"swap_bm{bm}_s3": rep(base, BM=bm)}
+    for b in sorted({bm, 32}):
+        for st in (3, 5):
+            v[f"kperm_bm{b}_s{st}"] = rep(base, BM=b, num_stages=st, fold2d=False, kperm=True)
+    return v
+
+
 def _sparse_variants(cfg):
     """The FP8 GEMM's tiles as the heuristic picks them (64x128 from m = 513, 64x64 at 512):
     pointer or TMA loads, 4 stages (64x128: 96 KiB, 2 CTAs per SM) or 3 (72 KiB: 3 CTAs with
@@ -187,8 +204,17 @@ def variants_ab(g, s):
     medians of 5 interleaved repeats of each measure so host noise hits all alike."""
     gh = load_solution(GROUPED, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
     sh = load_solution(SPARSE, "lowbit", "triton_sparse_fp4_decode_wgmma", "heuristics")
-    only = [a for a in sys.argv[1:] if not a.startswith("--")]  # "grouped" or "sparse": those cases only
+    only = [a for a in sys.argv[1:] if not a.startswith("--")]  # "grouped", "sparse" or "fused": those only
     cases = []
+    for max_m, masked, hint in ((1, [1, 1, 0, 1], 1), (32, [8, 32, 17, 25], 21), (64, [8, 21, 32, 13], 19),
+                                (64, [64] * 4, 64), (128, [27, 9, 32, 18], 21), (4096, [21, 23, 18, 24], 20)):
+        if "fused" not in only:
+            break
+        args = grouped_inputs(max_m, masked, hint)
+        fns = {name: (lambda c2: lambda *a: g.grouped_gemm_fp8_fp4_masked(
+            a[0], a[1], a[2], a[3], a[4], a[6], a[5], config=c2))(c2)
+            for name, c2 in _fused_variants(gh.choose_config(max_m, hint, N, (9, 0)), max_m, hint, gh.Config).items()}
+        cases.append((f"grouped max_m={max_m} hint={hint}", args, fns, grouped_gemm_oracle(*args[:5])))
     for max_m, masked, hint in ((64, [8, 21, 32, 13], 19), (128, [27, 9, 32, 18], 21), (256, [0, 256, 0, 0], 1),
                                 (512, [512] * 4, 512), (1024, [703, 785, 697, 842], 757),
                                 (2048, [1416, 1616, 1382, 1688], 1526), (4096, [1024] * 4, 1024),

@@ -34,7 +34,9 @@ TILES = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=
 TILES128 = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
 # 64-wide weight tiles: main loop + correction loop, no fallback guess.
 TILES64 = heur.Config(BM=16, BN=64, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
-CONFIGS = {"tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+# One pass, weights on the MMA's M side, B decoded in the prmt lookup's k order (A loaded in it).
+KPERM = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d=False, kperm=True)
+CONFIGS = {"kperm": KPERM, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -64,7 +66,7 @@ def check(a, a_s, b, b_s, mm, config):
     return c
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -84,7 +86,7 @@ def test_max_m_zero_launches_nothing():
     main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(3, dtype=torch.int32), c)
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles", "kperm"])
 def test_ue8m0_moderate_spread_fast_path(orient):
     # Powers of two spread over up to 11 binades inside one 128-block: folded (spread up to
     # kernel.FOLD_SPREAD) or corrected exactly (wider), both in one tile.
@@ -94,7 +96,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64", "kperm"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)

@@ -46,10 +46,12 @@ class Config:
                            # per program, zeros included) instead of grouped_gemm_kernel
     tma: bool = False      # tiles only: A and decoded B through TMA tensor descriptors (sm_90+)
     pdl: bool = False      # tiles only: pass 2 as a programmatic dependent launch of pass 1 (sm_90+)
+    kperm: bool = False    # one pass, swap, fold2d=False: B decoded in the prmt lookup's k order
+                           # straight into wgmma's register operand, A loaded in that order
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
-                    PREDEC=self.predec, SPLIT_K=self.split_k,
+                    PREDEC=self.predec, SPLIT_K=self.split_k, KPERM=self.kperm,
                     num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 

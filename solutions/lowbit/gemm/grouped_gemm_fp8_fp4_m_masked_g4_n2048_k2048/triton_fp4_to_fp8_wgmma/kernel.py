@@ -119,6 +119,43 @@ def _decode_block(b_rows_ptr, row_mask, row_stride, koff, dexp3, BR: tl.constexp
 
 
 @triton.jit
+def _kperm_cols():
+    """k (within a 128-K block) of each of the 64 columns of _decode_block_xy's x: x holds
+    codes 8w..8w+3 of word w at columns 4w..4w+3 (y the codes 4 further on)."""
+    p = tl.arange(0, 64)
+    return (p // 4) * 8 + (p % 4)
+
+
+@triton.jit
+def _decode_block_xy(b_rows_ptr, row_mask, koff, d0, d1, d2, d3, BR: tl.constexpr, USE_ASM: tl.constexpr):
+    """One 128-K block of BR weight rows (64 bytes each from koff) -> two [BR, 64] fp8 halves
+    in the prmt lookup's own k order, with no shuffle: x[:, 4w + t] = code 8w + t and
+    y[:, 4w + t] = code 8w + 4 + t (w the 32-bit word, t < 4). A dot needs only both operands
+    in the same k order, so the caller loads A's columns at _kperm_cols() (and + 4) instead.
+    Kept in registers, x and y feed wgmma as its register operand directly (the weights on the
+    MMA's M side); _decode_block's join/permute made Triton bounce them through shared memory.
+    d0..d3 [BR]: exponent addends of the block's four 32-groups (column // 16)."""
+    p = tl.arange(0, 64)
+    grp = (p // 16)[None, :]
+    dcol = tl.where(grp == 0, d0[:, None], tl.where(grp == 1, d1[:, None], tl.where(grp == 2, d2[:, None], d3[:, None])))
+    if USE_ASM:
+        # Four bytes (one word, 8 codes) per pack: the word's x and y bytes come out of one call.
+        byte = tl.load(b_rows_ptr[:, None] + (koff + p[None, :]), mask=row_mask[:, None], other=0)
+        x, y = tl.inline_asm_elementwise(
+            _PRMT_ASM, "=r,=r,r,r,r,r,r,r,r,r,r", [byte, 0x3C383000 + dcol * 0x01010100, 0x4C484440 + dcol * 0x01010101],
+            dtype=(tl.int8, tl.int8), is_pure=True, pack=4)
+    else:
+        # Code 8w + t sits in byte 4w + t // 2, nibble t % 2 (low nibble = even k).
+        src = (p // 4) * 4 + (p % 4) // 2
+        shift = ((p % 2) * 4)[None, :]
+        bx = tl.load(b_rows_ptr[:, None] + (koff + src[None, :]), mask=row_mask[:, None], other=0).to(tl.int32)
+        by = tl.load(b_rows_ptr[:, None] + (koff + 2 + src[None, :]), mask=row_mask[:, None], other=0).to(tl.int32)
+        x = _e2m1_to_e4m3((bx >> shift) & 15, dcol).to(tl.int8)
+        y = _e2m1_to_e4m3((by >> shift) & 15, dcol).to(tl.int8)
+    return x.to(tl.float8e4nv, bitcast=True), y.to(tl.float8e4nv, bitcast=True)
+
+
+@triton.jit
 def _to_bf16(x, MANUAL_RNE: tl.constexpr):
     """fp32 -> bf16, round to nearest even. The Triton interpreter truncates in its cast, so
     MANUAL_RNE rounds with integer ops there (finite inputs); on GPUs the cast is used."""
@@ -139,9 +176,9 @@ def _exp_field(s):
 
 
 @triton.jit
-def _fold_scales(s0, s1, s2, s3):
+def _fold_scales_1d(s0, s1, s2, s3):
     """The four per-32 scales of one 128-K block, each [BR] float32 (elementwise: no
-    cross-thread reductions) -> (row_ok [BR], dexp [BR, 4] exponent-field addends, ref [BR])."""
+    cross-thread reductions) -> (row_ok [BR], d0..d3 [BR] exponent-field addends, ref [BR])."""
     e0, p0 = _exp_field(s0)
     e1, p1 = _exp_field(s1)
     e2, p2 = _exp_field(s2)
@@ -154,11 +191,18 @@ def _fold_scales(s0, s1, s2, s3):
     d1 = tl.where(row_ok, (e1 + base) * 8, 0)
     d2 = tl.where(row_ok, (e2 + base) * 8, 0)
     d3 = tl.where(row_ok, (e3 + base) * 8, 0)
+    smax = tl.maximum(tl.maximum(s0, s1), tl.maximum(s2, s3))
+    ref = tl.where(row_ok, smax * 0.015625, 0.0)
+    return row_ok, d0, d1, d2, d3, ref
+
+
+@triton.jit
+def _fold_scales(s0, s1, s2, s3):
+    """_fold_scales_1d with the addends as one [BR, 4] tile (dexp)."""
+    row_ok, d0, d1, d2, d3, ref = _fold_scales_1d(s0, s1, s2, s3)
     # [BR, 4] in group order: join pairs, then put the pair index before the element index.
     dexp = tl.reshape(tl.permute(tl.join(tl.join(d0, d1), tl.join(d2, d3)), (0, 2, 1)),
                       [s0.shape[0], 4])
-    smax = tl.maximum(tl.maximum(s0, s1), tl.maximum(s2, s3))
-    ref = tl.where(row_ok, smax * 0.015625, 0.0)
     return row_ok, dexp, ref
 
 
@@ -226,7 +270,7 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
                BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr,
                MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
                PREDEC: tl.constexpr, SPLIT_K: tl.constexpr, ABLATE: tl.constexpr = 0,
-               CORR_ASM: tl.constexpr = True):
+               CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False):
     """One [BM tokens x BN weight rows] tile over K slice pid_k of SPLIT_K; stores only rows
     < mm (the zero CTAs do the rest).
 
@@ -237,6 +281,8 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     SPLIT_K > 1: the fp32 partial goes to part_ptr; the last of the tile's SPLIT_K programs
     (ticket in tick_ptr) sums the partials in slice order, stores c and resets the ticket.
     CORR_ASM: the correction loop may use the PTX decode (see grouped_gemm_kernel).
+    KPERM (SWAP, not PREDEC, not FOLD2D): B decoded by _decode_block_xy, in the prmt lookup's
+    k order, straight into wgmma's register operand; A loaded in that same k order.
     """
     KB = K // 128
     KH = K // 2
@@ -282,7 +328,8 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
         sn2 = tl.load(bs_rows + (kb_lo * 4 + 2), mask=n_valid, other=1.0)
         sn3 = tl.load(bs_rows + (kb_lo * 4 + 3), mask=n_valid, other=1.0)
     for kb in range(kb_lo, kb_hi):
-        a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
+        if not KPERM:
+            a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
         a_s = a_s_next
         a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
         if PREDEC:
@@ -298,24 +345,35 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
         elif FOLD2D:
             row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
         else:
-            row_ok, dexp, ref = _fold_scales(sn0, sn1, sn2, sn3)
+            if KPERM:
+                row_ok, d0, d1, d2, d3, ref = _fold_scales_1d(sn0, sn1, sn2, sn3)
+            else:
+                row_ok, dexp, ref = _fold_scales(sn0, sn1, sn2, sn3)
             kn = tl.minimum(kb + 1, KB - 1) * 4
             sn0 = tl.load(bs_rows + kn, mask=n_valid, other=1.0)
             sn1 = tl.load(bs_rows + (kn + 1), mask=n_valid, other=1.0)
             sn2 = tl.load(bs_rows + (kn + 2), mask=n_valid, other=1.0)
             sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
         bad_rows = bad_rows | (~row_ok).to(tl.int32)
-        if PREDEC:
-            bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]), mask=n_valid[:, None], other=0.0)
-        elif ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
-            byte = tl.load(b_rows[:, None] + (kb * 64 + tl.arange(0, 64)[None, :]), mask=n_valid[:, None], other=0)
-            bdec = tl.reshape(tl.join(byte, byte), [BN, 128]).to(tl.float8e4nv, bitcast=True)
+        if KPERM:
+            x, y = _decode_block_xy(b_rows, n_valid, kb * 64, d0, d1, d2, d3, BN, USE_ASM)
+            ka = kb * 128 + _kperm_cols()
+            ax = tl.load(a_rows[:, None] + ka[None, :], mask=m_valid[:, None], other=0.0)
+            ay = tl.load(a_rows[:, None] + (ka + 4)[None, :], mask=m_valid[:, None], other=0.0)
+            part = tl.dot(y, tl.trans(ay), tl.dot(x, tl.trans(ax)))
+            acc += part * (ref[:, None] * a_s[None, :])
         else:
-            bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
-        if SWAP:
-            acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
-        else:
-            acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
+            if PREDEC:
+                bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]), mask=n_valid[:, None], other=0.0)
+            elif ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
+                byte = tl.load(b_rows[:, None] + (kb * 64 + tl.arange(0, 64)[None, :]), mask=n_valid[:, None], other=0)
+                bdec = tl.reshape(tl.join(byte, byte), [BN, 128]).to(tl.float8e4nv, bitcast=True)
+            else:
+                bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
+            if SWAP:
+                acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
+            else:
+                acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
 
     if tl.max(bad_rows, axis=0) != 0:
         acc = _correct_tile(acc, a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, kb_lo, kb_hi, KH,
@@ -362,7 +420,7 @@ def grouped_gemm_kernel(
     BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, ZR: tl.constexpr, ZN: tl.constexpr,
     MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
     PREDEC: tl.constexpr = False, SPLIT_K: tl.constexpr = 1, ABLATE: tl.constexpr = 0,
-    CORR_ASM: tl.constexpr = True,
+    CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False,
 ):
     """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g, SPLIT_K).
 
@@ -394,7 +452,7 @@ def grouped_gemm_kernel(
         for pid_m in range(split, num_m_used, M_SPLIT):
             _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
                        grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
-                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE, CORR_ASM)
+                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE, CORR_ASM, KPERM)
     elif pid_k == 0:
         r0 = (pid - n_gemm) * ZR
         if r0 + ZR > mm:
