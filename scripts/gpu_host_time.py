@@ -170,18 +170,17 @@ def _grouped_variants(cfg):
 
 def _fused_variants(cfg, max_m, hint, config_cls):
     """Seventh session: the one-pass kernel with the weights on the MMA's M side for few rows
-    (grouped_gemm_kernel, no decode pass): decoded B in k order through shared memory
-    (fold2d) against kperm (B kept in the prmt lookup's k order, A loaded in that order), on
-    token tiles of 16 / 32 / 64 and 3 or 5 stages."""
+    (grouped_gemm_kernel, no decode pass), on the hint's token tile: decoded B in k order
+    through shared memory ([BN, 4] scale fold, or four [BN] vectors), 3 or 5 stages, against
+    kperm (B kept in the prmt lookup's k order, A loaded in that order; run 26's version built
+    its lookup tables per column, now per 32-group)."""
     rep = dataclasses.replace
-    base = config_cls(BM=32, BN=64, swap=True, num_warps=4, num_stages=3)
     rows = max(1, min(hint, max_m))
     bm = 16 if rows <= 16 else (32 if rows <= 32 else 64)
-    v = {"now": cfg, f"swap_bm{bm}_s3": rep(base, BM=bm)}
-    for b in sorted({bm, 32}):
-        for st in (3, 5):
-            v[f"kperm_bm{b}_s{st}"] = rep(base, BM=b, num_stages=st, fold2d=False, kperm=True)
-    return v
+    base = config_cls(BM=bm, BN=64, swap=True, num_warps=4, num_stages=3)
+    return {"now": cfg, f"swap_bm{bm}_s3": base, f"swap_bm{bm}_s5": rep(base, num_stages=5),
+            f"swap1d_bm{bm}_s3": rep(base, fold2d=False),
+            f"kperm_bm{bm}_s3": rep(base, fold2d=False, kperm=True)}
 
 
 def _sparse_variants(cfg):
@@ -207,7 +206,8 @@ def variants_ab(g, s):
     only = [a for a in sys.argv[1:] if not a.startswith("--")]  # "grouped", "sparse" or "fused": those only
     cases = []
     for max_m, masked, hint in ((1, [1, 1, 0, 1], 1), (32, [8, 32, 17, 25], 21), (64, [8, 21, 32, 13], 19),
-                                (64, [64] * 4, 64), (128, [27, 9, 32, 18], 21), (4096, [21, 23, 18, 24], 20)):
+                                (64, [64] * 4, 64), (128, [27, 9, 32, 18], 21), (4096, [21, 23, 18, 24], 20),
+                                (4096, [192] * 4, 192), (2048, [21, 23, 18, 24], 20), (1024, [21, 23, 18, 24], 20)):
         if "fused" not in only:
             break
         args = grouped_inputs(max_m, masked, hint)
