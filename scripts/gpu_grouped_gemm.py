@@ -327,7 +327,11 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     (777, [777, 500, -5, 9000], "adversarial", 700), (2048, [2048, 1999, 1, 0], "ue8m0", 1500),
     (4096, [192, 3000, 0, 4096], "adversarial", None), (128, [20, 28, 16, 24], "wide", 26),
     (128, [20, 28, 16, 24], "wide30", 26), (300, [300, 0, 77, 1000], "nonpow2", 280),
-    (256, [0, 0, 0, 0], "ue8m0", 0), (256, [0, 256, 0, 0], "ue8m0", 1)]
+    (256, [0, 0, 0, 0], "ue8m0", 0), (256, [0, 256, 0, 0], "ue8m0", 1),
+    # One pass (kperm, seventh session): few rows in small and large buckets, and a hint far
+    # below the rows (the weight tiles then walk 32 token tiles each).
+    (16, [16, -1, 5, 40], "adversarial", 8), (1, [1, 1, 0, 1], "nonpow2", 1),
+    (4096, [21, 23, 18, 24], "spread", 24), (1024, [30, 1024, 0, 7], "adversarial", 20)]
 
 
 def validate_mode():

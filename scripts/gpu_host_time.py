@@ -168,19 +168,23 @@ def _grouped_variants(cfg):
     return v
 
 
-def _fused_variants(cfg, max_m, hint, config_cls):
+def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
     """Seventh session: the one-pass kernel with the weights on the MMA's M side for few rows
     (grouped_gemm_kernel, no decode pass), on the hint's token tile: decoded B in k order
     through shared memory ([BN, 4] scale fold, or four [BN] vectors), 3 or 5 stages, against
-    kperm (B kept in the prmt lookup's k order, A loaded in that order; run 26's version built
-    its lookup tables per column, now per 32-group)."""
+    kperm (B kept in the prmt lookup's k order, A loaded in that order) with either fold (run
+    26's kperm built its lookup tables per column, run 27's from four [BN] vectors). Since
+    run 28 the heuristic takes kperm for some shapes: "now" against "two_pass" (the sixth
+    session's choice), and where "now" is one pass, with a program for every token tile."""
     rep = dataclasses.replace
     rows = max(1, min(hint, max_m))
     bm = 16 if rows <= 16 else (32 if rows <= 32 else 64)
     base = config_cls(BM=bm, BN=64, swap=True, num_warps=4, num_stages=3)
-    return {"now": cfg, f"swap_bm{bm}_s3": base, f"swap_bm{bm}_s5": rep(base, num_stages=5),
-            f"swap1d_bm{bm}_s3": rep(base, fold2d=False),
-            f"kperm_bm{bm}_s3": rep(base, fold2d=False, kperm=True)}
+    v = {"now": cfg, "two_pass": two_pass, f"swap_bm{bm}_s3": base, f"kperm_bm{bm}_s3": rep(base, kperm=True)}
+    if cfg.kperm:  # a program for every token tile of max_m, or for a 16th: bounds on a hint below the rows
+        v["now_all_tiles"] = rep(cfg, m_split=1 << 20)
+        v["now_16th"] = rep(cfg, m_split=max(1, -(-max_m // cfg.BM) // 16))
+    return v
 
 
 def _sparse_variants(cfg):
@@ -205,15 +209,17 @@ def variants_ab(g, s):
     sh = load_solution(SPARSE, "lowbit", "triton_sparse_fp4_decode_wgmma", "heuristics")
     only = [a for a in sys.argv[1:] if not a.startswith("--")]  # "grouped", "sparse" or "fused": those only
     cases = []
-    for max_m, masked, hint in ((1, [1, 1, 0, 1], 1), (32, [8, 32, 17, 25], 21), (64, [8, 21, 32, 13], 19),
-                                (64, [64] * 4, 64), (128, [27, 9, 32, 18], 21), (4096, [21, 23, 18, 24], 20),
-                                (4096, [192] * 4, 192), (2048, [21, 23, 18, 24], 20), (1024, [21, 23, 18, 24], 20)):
+    for max_m, masked, hint in ((1, [1, 1, 0, 1], 1), (16, [8, 16, 3, 11], 8), (16, [16] * 4, 16),
+                                (32, [8, 32, 17, 25], 21), (64, [8, 21, 32, 13], 19), (128, [27, 9, 32, 18], 21),
+                                (4096, [21, 23, 18, 24], 20), (2048, [21, 23, 18, 24], 20), (1024, [21, 23, 18, 24], 20)):
         if "fused" not in only:
             break
         args = grouped_inputs(max_m, masked, hint)
         fns = {name: (lambda c2: lambda *a: g.grouped_gemm_fp8_fp4_masked(
             a[0], a[1], a[2], a[3], a[4], a[6], a[5], config=c2))(c2)
-            for name, c2 in _fused_variants(gh.choose_config(max_m, hint, N, (9, 0)), max_m, hint, gh.Config).items()}
+            for name, c2 in _fused_variants(gh.choose_config(max_m, hint, N, (9, 0)),
+                                            gh.choose_config(max_m, hint, N, (9, 0), one_pass=False),
+                                            max_m, hint, gh.Config).items()}
         cases.append((f"grouped max_m={max_m} hint={hint}", args, fns, grouped_gemm_oracle(*args[:5])))
     for max_m, masked, hint in ((64, [8, 21, 32, 13], 19), (128, [27, 9, 32, 18], 21), (256, [0, 256, 0, 0], 1),
                                 (512, [512] * 4, 512), (1024, [703, 785, 697, 842], 757),

@@ -35,8 +35,9 @@ TILES128 = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, pre
 # 64-wide weight tiles: main loop + correction loop, no fallback guess.
 TILES64 = heur.Config(BM=16, BN=64, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
 # One pass, weights on the MMA's M side, B decoded in the prmt lookup's k order (A loaded in it).
-KPERM = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d=False, kperm=True)
-CONFIGS = {"kperm": KPERM, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+KPERM = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True)
+KPERM1D = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d=False, kperm=True)
+CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -96,7 +97,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64", "kperm"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64", "kperm", "kperm1d"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)
@@ -131,7 +132,7 @@ def test_tiles_fallback_guess_from_first_block():
     check(a, a_s, b, b_s, torch.tensor([20, 17], dtype=torch.int32), TILES)
 
 
-@pytest.mark.parametrize("max_m,expected", [(24, 8), (200, None), (300, 280)])
+@pytest.mark.parametrize("max_m,expected", [(24, 8), (200, None), (300, 280), (1030, 20)])
 def test_heuristic_config_runs(max_m, expected):
     # The heuristic's tiles on a small problem: few rows, mid, and many rows (the one-tile-
     # per-program kernel, whose TMA loads are switched off under the interpreter).
@@ -331,7 +332,13 @@ def test_heuristic_regimes_and_tma_key():
     (hashable)."""
     for max_m in (1, 16, 32):
         assert not heur.choose_config(max_m, 1, 2048, (9, 0)).tiles
-    widths = {(512, None): 128, (2048, 1830): 128, (64, 20): 32, (256, 1): 32, (4096, 24): 64, (200, 123): 64}
+    # One pass (kperm, no decode pass) for few rows in buckets of <= 32 (<= 16 rows) or >= 1024.
+    for max_m, hint, bm in ((1, 1, 16), (16, 8, 16), (32, 16, 16), (1024, 20, 32), (4096, 24, 32), (4096, None, 0)):
+        cfg = heur.choose_config(max_m, hint, 2048, (9, 0))
+        assert cfg.kperm == (bm > 0) and (not bm or (cfg.BM == bm and cfg.swap and not cfg.predec)), (max_m, hint, cfg)
+        assert not heur.choose_config(max_m, hint, 2048, (9, 0), one_pass=False).kperm
+    assert not heur.choose_config(32, 24, 2048, (9, 0)).kperm and not heur.choose_config(512, 20, 2048, (9, 0)).kperm
+    widths = {(512, None): 128, (2048, 1830): 128, (64, 20): 32, (256, 1): 32, (4096, 230): 64, (200, 123): 64}
     for (max_m, hint), bn in widths.items():
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))
         assert cfg.tiles and cfg.predec and cfg.BN == bn and cfg.tma == (bn >= 64), (max_m, hint, cfg)

@@ -14,6 +14,10 @@ DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block e
 # of one harness failure, which `gpu_sparse_gemm.py pdlcheck` did not reproduce); on again
 # since run 23 (sixth session), checked against the oracle in every run since.
 PDL = True
+# Few rows per group in a bucket of at most 32 rows or of at least 1024: one pass (B decoded
+# inside the GEMM loop, no decode pass) instead of two; see choose_config. False restores the
+# sixth session's two passes everywhere (for A/B runs).
+ONE_PASS = True
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -46,7 +50,7 @@ class Config:
                            # per program, zeros included) instead of grouped_gemm_kernel
     tma: bool = False      # tiles only: A and decoded B through TMA tensor descriptors (sm_90+)
     pdl: bool = False      # tiles only: pass 2 as a programmatic dependent launch of pass 1 (sm_90+)
-    kperm: bool = False    # one pass, swap, fold2d=False: B decoded in the prmt lookup's k order
+    kperm: bool = False    # one pass, swap: B decoded in the prmt lookup's k order
                            # straight into wgmma's register operand, A loaded in that order
 
     def as_kwargs(self):
@@ -69,7 +73,7 @@ def _expected_rows(max_m: int, expected_m) -> int:
 
 
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: int = DEFAULT_SMS,
-                  g: int = 4) -> Config:
+                  g: int = 4, one_pass: bool = None) -> Config:
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
@@ -92,10 +96,22 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
       tiles (harness runs G and H, below).
     grouped_gemm_kernel (weight tiles walking the token tiles, hint-sized grid) is otherwise
     selectable through Config(tiles=False). The same choice is made for sm_100 (untested).
+
+    Seventh session (runs 26-28): few rows in a bucket of at least 1024 rows (the two-pass
+    path decodes all of B and stores most of c as zero tiles there), or at most 16 in a
+    bucket of at most 32, take one pass instead: grouped_gemm_kernel with the weights on the
+    MMA's M side and B decoded in the prmt lookup's k order (kperm), 64 weight rows by 16 or
+    32 tokens, 3 stages. Run 28 (GPU us, two passes / one pass): max_m 4096 with ~20 rows
+    44.6 / 38.0, 2048 32.5 / 28.9, 1024 25.0 / 25.1, max_m 1 15.3 / 14.4; at max_m 32-128
+    with ~20 rows one pass lost by 3.5-4 us (21.3-21.8 against 17.2-18.0), so two passes stay
+    there. One launch instead of two also halves the host time (enqueue 16-25 against 35-67
+    us). one_pass=False (or ONE_PASS) gives the two-pass choice everywhere.
     """
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
     maxnreg = 0
+    if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m >= 1024 or (max_m <= 32 and rows <= 16)):
+        return Config(BM=16 if rows <= 16 else 32, BN=64, swap=True, num_warps=4, num_stages=3, kperm=True)
     if max_m <= 32:
         # A bucket of at most 32 rows: grouped_gemm_kernel's 64x32 tiles with 8 stages took
         # 17.3 / 18.0 / 17.8 us at max_m 1 / 16 / 32 in harness run G, the one-tile kernel

@@ -127,29 +127,24 @@ def _kperm_cols():
 
 
 @triton.jit
-def _decode_block_xy(b_rows_ptr, row_mask, koff, d0, d1, d2, d3, BR: tl.constexpr, USE_ASM: tl.constexpr):
+def _decode_block_xy(b_rows_ptr, row_mask, koff, dexp, BR: tl.constexpr, USE_ASM: tl.constexpr):
     """One 128-K block of BR weight rows (64 bytes each from koff) -> two [BR, 64] fp8 halves
     in the prmt lookup's own k order, with no shuffle: x[:, 4w + t] = code 8w + t and
     y[:, 4w + t] = code 8w + 4 + t (w the 32-bit word, t < 4). A dot needs only both operands
     in the same k order, so the caller loads A's columns at _kperm_cols() (and + 4) instead.
-    Kept in registers, x and y feed wgmma as its register operand directly (the weights on the
-    MMA's M side); _decode_block's join/permute made Triton bounce them through shared memory.
-    d0..d3 [BR]: exponent addends of the block's four 32-groups (column // 16)."""
+    dexp [BR, 4]: exponent addends of the block's four 32-groups (column // 16), broadcast
+    along each group's 16 columns (run 26: selecting them per column cost 9-18 us).
+    Triton still stores x and y to shared memory and reloads them in wgmma's register layout
+    (its hoisting of that conversion takes single-operand asm only), but without the shuffle."""
     p = tl.arange(0, 64)
+    dcol = tl.reshape(tl.broadcast_to(dexp[:, :, None], (BR, 4, 16)), [BR, 64])
     if USE_ASM:
         # Four bytes (one word, 8 codes) per pack: the word's x and y bytes come out of one call.
-        # The tables are built per (row, group) and broadcast along the group's 16 columns
-        # (run 26: selecting them per column cost ~10 us more than the whole shuffle saved).
         byte = tl.load(b_rows_ptr[:, None] + (koff + p[None, :]), mask=row_mask[:, None], other=0)
-        d4 = tl.reshape(tl.join(tl.join(d0, d2), tl.join(d1, d3)), [BR, 4, 1])  # [r, 2i + j] = d(2i + j)
-        lut0 = tl.reshape(tl.broadcast_to(0x3C383000 + d4 * 0x01010100, (BR, 4, 16)), [BR, 64])
-        lut1 = tl.reshape(tl.broadcast_to(0x4C484440 + d4 * 0x01010101, (BR, 4, 16)), [BR, 64])
         x, y = tl.inline_asm_elementwise(
-            _PRMT_ASM, "=r,=r,r,r,r,r,r,r,r,r,r", [byte, lut0, lut1],
+            _PRMT_ASM, "=r,=r,r,r,r,r,r,r,r,r,r", [byte, 0x3C383000 + dcol * 0x01010100, 0x4C484440 + dcol * 0x01010101],
             dtype=(tl.int8, tl.int8), is_pure=True, pack=4)
     else:
-        grp = (p // 16)[None, :]
-        dcol = tl.where(grp == 0, d0[:, None], tl.where(grp == 1, d1[:, None], tl.where(grp == 2, d2[:, None], d3[:, None])))
         # Code 8w + t sits in byte 4w + t // 2, nibble t % 2 (low nibble = even k).
         src = (p // 4) * 4 + (p % 4) // 2
         shift = ((p % 2) * 4)[None, :]
@@ -181,9 +176,9 @@ def _exp_field(s):
 
 
 @triton.jit
-def _fold_scales_1d(s0, s1, s2, s3):
+def _fold_scales(s0, s1, s2, s3):
     """The four per-32 scales of one 128-K block, each [BR] float32 (elementwise: no
-    cross-thread reductions) -> (row_ok [BR], d0..d3 [BR] exponent-field addends, ref [BR])."""
+    cross-thread reductions) -> (row_ok [BR], dexp [BR, 4] exponent-field addends, ref [BR])."""
     e0, p0 = _exp_field(s0)
     e1, p1 = _exp_field(s1)
     e2, p2 = _exp_field(s2)
@@ -196,18 +191,11 @@ def _fold_scales_1d(s0, s1, s2, s3):
     d1 = tl.where(row_ok, (e1 + base) * 8, 0)
     d2 = tl.where(row_ok, (e2 + base) * 8, 0)
     d3 = tl.where(row_ok, (e3 + base) * 8, 0)
-    smax = tl.maximum(tl.maximum(s0, s1), tl.maximum(s2, s3))
-    ref = tl.where(row_ok, smax * 0.015625, 0.0)
-    return row_ok, d0, d1, d2, d3, ref
-
-
-@triton.jit
-def _fold_scales(s0, s1, s2, s3):
-    """_fold_scales_1d with the addends as one [BR, 4] tile (dexp)."""
-    row_ok, d0, d1, d2, d3, ref = _fold_scales_1d(s0, s1, s2, s3)
     # [BR, 4] in group order: join pairs, then put the pair index before the element index.
     dexp = tl.reshape(tl.permute(tl.join(tl.join(d0, d1), tl.join(d2, d3)), (0, 2, 1)),
                       [s0.shape[0], 4])
+    smax = tl.maximum(tl.maximum(s0, s1), tl.maximum(s2, s3))
+    ref = tl.where(row_ok, smax * 0.015625, 0.0)
     return row_ok, dexp, ref
 
 
@@ -286,7 +274,7 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     SPLIT_K > 1: the fp32 partial goes to part_ptr; the last of the tile's SPLIT_K programs
     (ticket in tick_ptr) sums the partials in slice order, stores c and resets the ticket.
     CORR_ASM: the correction loop may use the PTX decode (see grouped_gemm_kernel).
-    KPERM (SWAP, not PREDEC, not FOLD2D): B decoded by _decode_block_xy, in the prmt lookup's
+    KPERM (SWAP, not PREDEC): B decoded by _decode_block_xy, in the prmt lookup's
     k order, straight into wgmma's register operand; A loaded in that same k order.
     """
     KB = K // 128
@@ -350,10 +338,7 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
         elif FOLD2D:
             row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
         else:
-            if KPERM:
-                row_ok, d0, d1, d2, d3, ref = _fold_scales_1d(sn0, sn1, sn2, sn3)
-            else:
-                row_ok, dexp, ref = _fold_scales(sn0, sn1, sn2, sn3)
+            row_ok, dexp, ref = _fold_scales(sn0, sn1, sn2, sn3)
             kn = tl.minimum(kb + 1, KB - 1) * 4
             sn0 = tl.load(bs_rows + kn, mask=n_valid, other=1.0)
             sn1 = tl.load(bs_rows + (kn + 1), mask=n_valid, other=1.0)
@@ -361,7 +346,7 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
             sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
         bad_rows = bad_rows | (~row_ok).to(tl.int32)
         if KPERM:
-            x, y = _decode_block_xy(b_rows, n_valid, kb * 64, d0, d1, d2, d3, BN, USE_ASM)
+            x, y = _decode_block_xy(b_rows, n_valid, kb * 64, dexp, BN, USE_ASM)
             ka = kb * 128 + _kperm_cols()
             ax = tl.load(a_rows[:, None] + ka[None, :], mask=m_valid[:, None], other=0.0)
             ay = tl.load(a_rows[:, None] + (ka + 4)[None, :], mask=m_valid[:, None], other=0.0)

@@ -234,8 +234,8 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         # The decode pass reads b_fp4 as 32-bit words.
         raise ValueError("b_fp4: expected a 4-byte aligned start (storage_offset % 4 == 0), "
                          f"got storage_offset {b_fp4.storage_offset()}")
-    if config.kperm and (not config.swap or config.predec or config.fold2d or config.tiles or config.ablate):
-        raise ValueError(f"config: kperm needs swap=True, predec=False, fold2d=False, tiles=False, ablate=0, "
+    if config.kperm and (not config.swap or config.predec or config.tiles or config.ablate):
+        raise ValueError(f"config: kperm needs swap=True, predec=False, tiles=False, ablate=0, "
                          f"got {config}")
     if config.tiles and (not config.predec or config.swap or config.split_k != 1):
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
