@@ -180,11 +180,11 @@ def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
     rows = max(1, min(hint, max_m))
     bm = 16 if rows <= 16 else (32 if rows <= 32 else 64)
     base = config_cls(BM=bm, BN=64, swap=True, num_warps=4, num_stages=3)
-    v = {"now": cfg, "two_pass": two_pass, f"kperm_bm{bm}_s3": rep(base, kperm=True)}
-    if cfg.kperm:  # a program for every token tile of max_m, or for a 16th: bounds on a hint below the rows
-        v["now_all_tiles"] = rep(cfg, m_split=-(-max_m // cfg.BM))  # (run 29's 1 << 20 was not clamped: 98 ms)
-        v["now_16th"] = rep(cfg, m_split=max(1, -(-max_m // cfg.BM) // 16))
-    return v
+    # Run 31: K split over 2 or 4 programs per tile (fp32 partials, the tile's last program
+    # sums them; the per-device ticket scratch of main._split_k_scratch).
+    kp = rep(base, kperm=True)
+    return {"now": cfg, "two_pass": two_pass, f"kperm_bm{bm}_s3": kp, "kperm_split2": rep(kp, split_k=2),
+            "kperm_split4": rep(kp, split_k=4), "kperm_split2_s2": rep(kp, split_k=2, num_stages=2)}
 
 
 def _sparse_variants(cfg):

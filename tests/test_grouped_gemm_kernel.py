@@ -37,7 +37,9 @@ TILES64 = heur.Config(BM=16, BN=64, swap=False, num_warps=4, num_stages=1, prede
 # One pass, weights on the MMA's M side, B decoded in the prmt lookup's k order (A loaded in it).
 KPERM = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True)
 KPERM1D = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d=False, kperm=True)
-CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+KPERM_SPLITK = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=3)
+KPERM_SPLITK2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=2)
+CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "kperm_splitk": KPERM_SPLITK, "kperm_splitk2": KPERM_SPLITK2, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -67,7 +69,7 @@ def check(a, a_s, b, b_s, mm, config):
     return c
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm", "kperm_splitk2"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -97,7 +99,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64", "kperm", "kperm1d"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64", "kperm", "kperm1d", "kperm_splitk"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)
