@@ -199,7 +199,7 @@ def gemm_only_mode():
             part = tick = c
             if cfg.split_k > 1:
                 tiles = G * -(-max_m // cfg.BM) * -(-N // cfg.BN)
-                part, tick = main._split_k_scratch(c.device, tiles * cfg.split_k * cfg.BM * cfg.BN, tiles)
+                part, tick = main._split_k_workspace(c.device, tiles * cfg.split_k * cfg.BM * cfg.BN, tiles)
 
             def fn(a, a_s, b, b_s, mm, c, bq8, ref, plan=plan, part=part, tick=tick):
                 main._launch(main.grouped_gemm_kernel, plan.grid,

@@ -42,12 +42,15 @@ L2 = torch.cuda.get_device_properties(0).L2_cache_size
 N = K = 2048
 
 
-def grouped_inputs(max_m, masked, hint, seed=0):
+def grouped_inputs(max_m, masked, hint, seed=0, wide=False):
+    """wide: b_scale powers of two over 2^-20..2^19, so nearly every 128-K block spreads wider
+    than the fold allows (the exact correction path), like the harness's wide-scale workload."""
     gen = torch.Generator(device=dev).manual_seed(seed)
     a = torch.randn(4, max_m, K, device=dev, generator=gen).to(torch.float8_e4m3fn)
     a_s = torch.rand(4, max_m, K // 128, device=dev, generator=gen) + 0.5
     b = torch.randint(0, 256, (4, N, K // 2), device=dev, generator=gen, dtype=torch.uint8)
-    b_s = torch.exp2(torch.randint(-8, -5, (4, N, K // 32), device=dev, generator=gen).float())
+    lo, hi = (-20, 20) if wide else (-8, -5)
+    b_s = torch.exp2(torch.randint(lo, hi, (4, N, K // 32), device=dev, generator=gen).float())
     mm = torch.tensor(masked, dtype=torch.int32, device=dev)
     c = torch.empty(4, max_m, N, dtype=torch.bfloat16, device=dev)
     return [a, a_s, b, b_s, mm, hint, c]
@@ -175,16 +178,19 @@ def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
     kperm (B kept in the prmt lookup's k order, A loaded in that order) with either fold (run
     26's kperm built its lookup tables per column, run 27's from four [BN] vectors). Since
     run 28 the heuristic takes kperm for some shapes: "now" against "two_pass" (the sixth
-    session's choice), and where "now" is one pass, with a program for every token tile."""
+    session's choice); runs 29-30 also timed a program for every token tile (+14 us at max_m
+    4096), runs 31-32 K split in two (below). The cases include the wide-scale fallback and
+    a hint below the rows."""
     rep = dataclasses.replace
     rows = max(1, min(hint, max_m))
     bm = 16 if rows <= 16 else (32 if rows <= 32 else 64)
     base = config_cls(BM=bm, BN=64, swap=True, num_warps=4, num_stages=3)
-    # Run 31: K split over 2 or 4 programs per tile (fp32 partials, the tile's last program
-    # sums them; the per-device ticket scratch of main._split_k_scratch).
-    kp = rep(base, kperm=True)
-    return {"now": cfg, "two_pass": two_pass, f"kperm_bm{bm}_s3": kp, "kperm_split2": rep(kp, split_k=2),
-            "kperm_split4": rep(kp, split_k=4), "kperm_split2_s2": rep(kp, split_k=2, num_stages=2)}
+    # Run 31 measured K split over 2 or 4 programs per tile (2 taken up to max_m 128); run 32:
+    # the heuristic (per-call zeroed tickets) against no split and two passes.
+    v = {"now": cfg, "two_pass": two_pass}
+    if cfg.kperm:
+        v["no_split" if cfg.split_k > 1 else "split2"] = rep(cfg, split_k=1 if cfg.split_k > 1 else 2)
+    return v
 
 
 def _sparse_variants(cfg):
@@ -209,18 +215,20 @@ def variants_ab(g, s):
     sh = load_solution(SPARSE, "lowbit", "triton_sparse_fp4_decode_wgmma", "heuristics")
     only = [a for a in sys.argv[1:] if not a.startswith("--")]  # "grouped", "sparse" or "fused": those only
     cases = []
-    for max_m, masked, hint in ((1, [1, 1, 0, 1], 1), (16, [8, 16, 3, 11], 8), (16, [16] * 4, 16),
-                                (32, [8, 32, 17, 25], 21), (64, [8, 21, 32, 13], 19), (128, [27, 9, 32, 18], 21),
-                                (4096, [21, 23, 18, 24], 20), (2048, [21, 23, 18, 24], 20), (1024, [21, 23, 18, 24], 20)):
+    for max_m, masked, hint, wide in ((1, [1, 1, 0, 1], 1, False), (16, [8, 16, 3, 11], 8, False),
+                                      (32, [8, 32, 17, 25], 21, False), (64, [8, 21, 32, 13], 19, False),
+                                      (128, [27, 9, 32, 18], 21, False), (128, [20, 28, 16, 24], 26, True),
+                                      (128, [128, 9, 100, 18], 21, False), (4096, [21, 23, 18, 24], 20, False)):
         if "fused" not in only:
             break
-        args = grouped_inputs(max_m, masked, hint)
+        args = grouped_inputs(max_m, masked, hint, wide=wide)
         fns = {name: (lambda c2: lambda *a: g.grouped_gemm_fp8_fp4_masked(
             a[0], a[1], a[2], a[3], a[4], a[6], a[5], config=c2))(c2)
             for name, c2 in _fused_variants(gh.choose_config(max_m, hint, N, (9, 0)),
                                             gh.choose_config(max_m, hint, N, (9, 0), one_pass=False),
                                             max_m, hint, gh.Config).items()}
-        cases.append((f"grouped max_m={max_m} hint={hint}", args, fns, grouped_gemm_oracle(*args[:5])))
+        cases.append((f"grouped max_m={max_m} hint={hint}{' wide' if wide else ''} rows={max(masked)}", args, fns,
+                      grouped_gemm_oracle(*args[:5])))
     for max_m, masked, hint in ((64, [8, 21, 32, 13], 19), (128, [27, 9, 32, 18], 21), (256, [0, 256, 0, 0], 1),
                                 (512, [512] * 4, 512), (1024, [703, 785, 697, 842], 757),
                                 (2048, [1416, 1616, 1382, 1688], 1526), (4096, [1024] * 4, 1024),

@@ -248,8 +248,8 @@ def test_unsupported_tile_rejected():
         main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.ones(1, dtype=torch.int32), c, config=bad)
 
 
-def test_split_k_tickets_reset_between_calls():
-    # The last program of each tile resets its ticket: a second call must give the same c.
+def test_split_k_repeat_calls_agree():
+    # Per-call workspaces (fresh zeroed tickets): a second call must give the same c.
     a, a_s, b, b_s = make(2, 20, 64, 512, seed=9)
     mm = torch.tensor([20, 11], dtype=torch.int32)
     cfg = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_k=4)
@@ -334,13 +334,14 @@ def test_heuristic_regimes_and_tma_key():
     (hashable)."""
     for max_m in (1, 16, 32):
         assert not heur.choose_config(max_m, 1, 2048, (9, 0)).tiles
-    # One pass (kperm, no decode pass) for few rows in buckets of <= 32 (<= 16 rows) or >= 1024.
-    for max_m, hint, bm in ((1, 1, 16), (16, 8, 16), (32, 16, 16), (1024, 20, 32), (4096, 24, 32), (4096, None, 0)):
+    # One pass (kperm, no decode pass) for <= 32 rows in buckets of <= 128 (K split in two) or >= 1024.
+    for max_m, hint, bm, split in ((1, 1, 16, 2), (16, 8, 16, 2), (32, 24, 32, 2), (128, 26, 32, 2), (1024, 20, 32, 1),
+                                   (4096, 24, 32, 1), (4096, None, 0, 0), (128, 33, 0, 0), (512, 20, 0, 0)):
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))
-        assert cfg.kperm == (bm > 0) and (not bm or (cfg.BM == bm and cfg.swap and not cfg.predec)), (max_m, hint, cfg)
+        assert cfg.kperm == (bm > 0), (max_m, hint, cfg)
+        assert not bm or (cfg.BM == bm and cfg.swap and not cfg.predec and cfg.split_k == split), (max_m, hint, cfg)
         assert not heur.choose_config(max_m, hint, 2048, (9, 0), one_pass=False).kperm
-    assert not heur.choose_config(32, 24, 2048, (9, 0)).kperm and not heur.choose_config(512, 20, 2048, (9, 0)).kperm
-    widths = {(512, None): 128, (2048, 1830): 128, (64, 20): 32, (256, 1): 32, (4096, 230): 64, (200, 123): 64}
+    widths = {(512, None): 128, (2048, 1830): 128, (512, 20): 32, (256, 1): 32, (4096, 230): 64, (200, 123): 64}
     for (max_m, hint), bn in widths.items():
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))
         assert cfg.tiles and cfg.predec and cfg.BN == bn and cfg.tma == (bn >= 64), (max_m, hint, cfg)

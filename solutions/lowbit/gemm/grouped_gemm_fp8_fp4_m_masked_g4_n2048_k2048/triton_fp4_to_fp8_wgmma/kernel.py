@@ -374,7 +374,7 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     else:
         # Split K: store this slice's fp32 partial and take the tile's ticket; the program that
         # draws the last one sums all partials in slice order (deterministic), stores c and
-        # resets the ticket for the next call (the ticket buffer starts zeroed, once).
+        # leaves the ticket at zero again (the caller's ticket buffer arrives zeroed).
         tile = (grp64 * tl.cdiv(MAX_M, BM) + pid_m) * tl.cdiv(N, BN) + pid_n
         p_ptrs = (part_ptr + tile * (SPLIT_K * BM * BN)
                   + tl.arange(0, acc.shape[0])[:, None] * acc.shape[1] + tl.arange(0, acc.shape[1])[None, :])

@@ -129,23 +129,13 @@ def _rebased(template, base):
     return desc
 
 
-_TICKETS = {}
-
-
-def _split_k_scratch(dev, partials, tiles):
-    """(fp32 partials, int32 tickets) for split-K launches on this device. The tickets start
-    at zero once and every launch leaves them at zero (the last program of a tile resets its
-    ticket), so they are kept per device; the partials hold no data between launches. Two
-    split-K launches running at once on different streams of one device would share them:
-    callers that do that must not use split-K configs."""
-    key = (dev.type, dev.index)
-    part, tick = _TICKETS.get(key, (None, None))
-    if part is None or part.numel() < partials:
-        part = torch.empty(max(partials, 1), dtype=torch.float32, device=dev)
-    if tick is None or tick.numel() < tiles:
-        tick = torch.zeros(max(tiles, 1), dtype=torch.int32, device=dev)
-    _TICKETS[key] = (part, tick)
-    return part, tick
+def _split_k_workspace(dev, partials, tiles):
+    """(fp32 partials, int32 tickets) for one split-K launch, fresh per call so that calls on
+    concurrent streams (or graphs replayed on them) never share them: the partials need no
+    initialisation, the tickets start at zero (one small memset; the tile's last program
+    leaves its ticket at zero again, so a caller may also reuse a pair serially)."""
+    return (torch.empty(max(partials, 1), dtype=torch.float32, device=dev),
+            torch.zeros(max(tiles, 1), dtype=torch.int32, device=dev))
 
 
 def _check(name, t, dtypes, shape, device):
@@ -228,6 +218,8 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if config.predec and (dr < 1 or dr & (dr - 1) or config.decode_warps < 1):
         raise ValueError(f"config: decode_rows must be a power of two and decode_warps >= 1, got {config}")
     kb = k // 128
+    if chosen and kb % config.split_k:  # the heuristic's split assumes an even k / 128
+        config = dataclasses.replace(config, split_k=1)
     if config.split_k < 1 or kb % config.split_k:
         raise ValueError(f"config: split_k must divide k / 128 = {kb}, got {config.split_k}")
     if config.predec and b_fp4.storage_offset() % 4:
@@ -344,7 +336,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         return c
     if cfg.split_k > 1:
         tiles = g * -(-max_m // cfg.BM) * -(-n // cfg.BN)
-        part, tick = _split_k_scratch(c.device, tiles * cfg.split_k * cfg.BM * cfg.BN, tiles)
+        part, tick = _split_k_workspace(c.device, tiles * cfg.split_k * cfg.BM * cfg.BN, tiles)
     _plan_launch(plan, "gemm", grouped_gemm_kernel, plan.grid,
                  (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, part, tick, max_m, n, k, plan.m_split),
                  plan.consts, aligned)
