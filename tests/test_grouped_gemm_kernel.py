@@ -334,14 +334,15 @@ def test_heuristic_regimes_and_tma_key():
     (hashable)."""
     for max_m in (1, 16, 32):
         assert not heur.choose_config(max_m, 1, 2048, (9, 0)).tiles
-    # One pass (kperm, no decode pass) for <= 32 rows in buckets of <= 128 (K split in two) or >= 1024.
-    for max_m, hint, bm, split in ((1, 1, 16, 2), (16, 8, 16, 2), (32, 24, 32, 2), (128, 26, 32, 2), (1024, 20, 32, 1),
-                                   (4096, 24, 32, 1), (4096, None, 0, 0), (128, 33, 0, 0), (512, 20, 0, 0)):
+    # One pass (kperm, no decode pass) for <= 32 rows in buckets of <= 32 (K split in two from
+    # 17 rows) or >= 1024.
+    for max_m, hint, bm, split in ((1, 1, 16, 1), (16, 8, 16, 1), (32, 24, 32, 2), (128, 26, 0, 0), (1024, 20, 32, 1),
+                                   (4096, 12, 32, 1), (4096, None, 0, 0), (64, 20, 0, 0), (512, 20, 0, 0)):
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))
         assert cfg.kperm == (bm > 0), (max_m, hint, cfg)
         assert not bm or (cfg.BM == bm and cfg.swap and not cfg.predec and cfg.split_k == split), (max_m, hint, cfg)
         assert not heur.choose_config(max_m, hint, 2048, (9, 0), one_pass=False).kperm
-    widths = {(512, None): 128, (2048, 1830): 128, (512, 20): 32, (256, 1): 32, (4096, 230): 64, (200, 123): 64}
+    widths = {(512, None): 128, (2048, 1830): 128, (64, 20): 32, (256, 1): 32, (4096, 230): 64, (200, 123): 64}
     for (max_m, hint), bn in widths.items():
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))
         assert cfg.tiles and cfg.predec and cfg.BN == bn and cfg.tma == (bn >= 64), (max_m, hint, cfg)

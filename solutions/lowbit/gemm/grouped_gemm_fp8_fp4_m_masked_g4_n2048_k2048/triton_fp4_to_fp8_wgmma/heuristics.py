@@ -14,7 +14,7 @@ DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block e
 # of one harness failure, which `gpu_sparse_gemm.py pdlcheck` did not reproduce); on again
 # since run 23 (sixth session), checked against the oracle in every run since.
 PDL = True
-# Few rows per group in a bucket of at most 128 rows or of at least 1024: one pass (B decoded
+# Few rows per group in a bucket of at most 32 rows or of at least 1024: one pass (B decoded
 # inside the GEMM loop, no decode pass) instead of two; see choose_config. False restores the
 # sixth session's two passes everywhere (for A/B runs).
 ONE_PASS = True
@@ -97,25 +97,33 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     grouped_gemm_kernel (weight tiles walking the token tiles, hint-sized grid) is otherwise
     selectable through Config(tiles=False). The same choice is made for sm_100 (untested).
 
-    Seventh session (runs 26-31): up to 32 rows (the hint) in a bucket of at most 128 rows
-    or of at least 1024 take one pass instead: grouped_gemm_kernel with the weights on the
-    MMA's M side and B decoded in the prmt lookup's k order (kperm), 64 weight rows by 16 or
-    32 tokens, 3 stages; in the small buckets K is split over two programs per tile (twice
-    the programs, half the serial K chain each). Run 31 (GPU us, two passes / one pass):
-    max_m 1 15.2 / 12.2, 16 with 8 rows 17.6 / 13.5, 32 with ~20 rows 17.8 / 15.0, 64 17.2
-    / 15.0, 128 17.9 / 15.4 (split), 1024 with ~20 rows 24.6 / 24.4, 2048 32.1 / 28.8, 4096
-    42.4 / 36.5 (no split: its per-call fp32 partials are sized by max_m's token tiles, 134
-    MB at 2048). One launch instead of two also halves the host time (enqueue 14-27 against
-    31-73 us). The one-pass kernel's programs cover the hint's token tiles and walk the rest:
-    a hint far below the rows costs time there (not correctness), which the two-pass kernel's
+    Seventh session (runs 26-32): up to 32 rows (the hint) in a bucket of at most 32 rows or
+    of at least 1024 take one pass instead: grouped_gemm_kernel with the weights on the MMA's
+    M side and B decoded in the prmt lookup's k order (kperm), 64 weight rows by 16 or 32
+    tokens, 3 stages; with 17-32 rows in a small bucket, K is split over two programs per
+    tile (twice the programs, half the serial K chain each). GPU us, two passes / one pass
+    (runs 31-32): max_m 1 15.2 / 14.1, 16 with 8 rows 17.6 / 14.4, 32 with ~20 rows 17.8 /
+    16.1 (split; 21.2 without), 1024 with ~20 rows 24.6 / 24.4, 2048 32.1 / 28.8, 4096 42.4 /
+    36.5. One launch instead of two also halves the host time (enqueue 14-27 against 31-73
+    us); the split's zeroed tickets add ~13 us of it back, so it is taken only where it
+    saves 5 us of GPU time. Kept on two passes:
+    - buckets of 33-128 rows, where split one pass was 1-1.5 us faster (run 32) but failed
+      the tolerance on 3 of 1 M outputs with b_scale powers of two spread over 2^-20..2^19
+      (FP8 blocks that fold, summed across blocks 2^30 apart) that two passes' 32-wide
+      tiles passed, and took 51.8 against 24.8 us with a hint of 21 for 128 rows;
+    - split K from 1024 rows: its fp32 partials are sized by max_m's token tiles (134 MB
+      per call at max_m 2048), not worth 3-4 us.
+    The one-pass kernel's programs cover the hint's token tiles and walk the rest: a hint
+    far below the rows costs time there (not correctness), which the two-pass kernel's
     one-program-per-tile grid does not. one_pass=False (or ONE_PASS) gives the two passes.
     """
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
     maxnreg = 0
-    if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 128 or max_m >= 1024):
-        return Config(BM=16 if rows <= 16 else 32, BN=64, swap=True, num_warps=4, num_stages=3, kperm=True,
-                      split_k=2 if max_m <= 128 else 1)
+    if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
+        split = max_m <= 32 and rows > 16
+        return Config(BM=16 if max_m <= 32 and rows <= 16 else 32, BN=64, swap=True, num_warps=4, num_stages=3,
+                      kperm=True, split_k=2 if split else 1)
     if max_m <= 32:
         # A bucket of at most 32 rows: grouped_gemm_kernel's 64x32 tiles with 8 stages took
         # 17.3 / 18.0 / 17.8 us at max_m 1 / 16 / 32 in harness run G, the one-tile kernel
