@@ -331,7 +331,8 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     # One pass (kperm, seventh session): few rows in small and large buckets, and a hint far
     # below the rows (the weight tiles then walk 32 token tiles each).
     (16, [16, -1, 5, 40], "adversarial", 8), (1, [1, 1, 0, 1], "nonpow2", 1),
-    (4096, [21, 23, 18, 24], "spread", 24), (1024, [30, 1024, 0, 7], "adversarial", 20)]
+    (4096, [21, 23, 18, 24], "spread", 24), (1024, [30, 1024, 0, 7], "adversarial", 20),
+    (32, [32, 17, -4, 25], "adversarial", 24), (32, [32, 32, 32, 32], "nonpow2", 24)]  # split K in two
 
 
 def validate_mode():

@@ -77,9 +77,9 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
-    G-H, 2026-11-30): every
-    shape is fastest with two passes (decode B to e4m3 once per call, then a plain pipelined
-    FP8 GEMM), 1.2-1.5x faster than decoding inside the GEMM loop. Pass 2 is
+    G-H, 2026-11-30): most shapes are fastest with two passes (decode B to e4m3 once per
+    call, then a plain pipelined FP8 GEMM), 1.2-1.5x faster than the sixth session's
+    decoding inside the GEMM loop (for few rows, see the seventh session below). Pass 2 is
     grouped_tile_gemm_kernel from max_m 33: one output tile per program over all of max_m (tiles
     past masked_m only store zeros), so a hint that understates the rows costs nothing (run
     16: max_m 256 with one full group and hint 1, 34.2 us through the hint-sized
@@ -92,8 +92,9 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
       rows; beyond max_m 512 its zero tiles cost more: 49.4 against 44.2 us at max_m 4096),
       with pointer loads (TMA's per-launch host cost buys no GPU time there, run 20);
     - otherwise 64x64, 4 stages;
-    - except buckets of at most 32 rows (max_m <= 32), which keep grouped_gemm_kernel's 64x32
-      tiles (harness runs G and H, below).
+    - buckets of at most 32 rows (max_m <= 32) took grouped_gemm_kernel's 64x32 walking
+      tiles (harness runs G and H, below); since the seventh session they take one pass,
+      and the walking tiles only with one_pass=False.
     grouped_gemm_kernel (weight tiles walking the token tiles, hint-sized grid) is otherwise
     selectable through Config(tiles=False). The same choice is made for sm_100 (untested).
 
@@ -124,7 +125,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
         split = max_m <= 32 and rows > 16
         return Config(BM=16 if max_m <= 32 and rows <= 16 else 32, BN=64, swap=True, num_warps=4, num_stages=3,
                       kperm=True, split_k=2 if split else 1)
-    if max_m <= 32:
+    if max_m <= 32:  # reached with one_pass=False only
         # A bucket of at most 32 rows: grouped_gemm_kernel's 64x32 tiles with 8 stages took
         # 17.3 / 18.0 / 17.8 us at max_m 1 / 16 / 32 in harness run G, the one-tile kernel
         # 21.5 / 20.4 / 18.4 in run H (same GPU, graph replay).

@@ -3,12 +3,16 @@ B in FP4 E2M1 (per-row per-32 float32 scale), bf16 out.
 
 The FP4 weights are decoded to e4m3 bit patterns with integer ops (every E2M1 value is exact in
 e4m3) and multiplied with an fp8 ``tl.dot`` (wgmma on sm_90, tcgen05 on sm_100). Two ways:
-- two passes (the default): ``decode_b_kernel`` writes B as e4m3 plus one fp32 multiplier per
+- two passes (most shapes): ``decode_b_kernel`` writes B as e4m3 plus one fp32 multiplier per
   row and 128-K block, then ``grouped_tile_gemm_kernel`` (one output tile per program, TMA or
-  pointer loads) or, for buckets of at most 32 rows, ``grouped_gemm_kernel`` with PREDEC loads
-  it like any FP8 operand (pipelined by Triton);
-- one pass: ``grouped_gemm_kernel`` decodes B inside its K loop (kept for experiments: Triton
-  waits on each wgmma before the fp32 promotion, so decode and MMA never overlap in a CTA).
+  pointer loads; ``grouped_gemm_kernel`` with PREDEC is the older walking form) loads it like
+  any FP8 operand (pipelined by Triton);
+- one pass (few rows in buckets of at most 32 or at least 1024 rows, since the seventh
+  session): ``grouped_gemm_kernel`` with the weights on the MMA's M side (SWAP) decodes B
+  inside its K loop, in the prmt lookup's own k order (KPERM: no shuffle before wgmma), with
+  A loaded in that order, optionally with K split over programs (SPLIT_K). Triton waits on
+  each wgmma before the fp32 promotion, so decode and MMA overlap only across CTAs; for few
+  rows that costs less than the decode pass and its 32 MiB of extra traffic.
 
 Scales, per 128-wide K block and per weight row n:
 - fast path: the four per-32 scales are positive normal powers of two within FOLD_SPREAD
