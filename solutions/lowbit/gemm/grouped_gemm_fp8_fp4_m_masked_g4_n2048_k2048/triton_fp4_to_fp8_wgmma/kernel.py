@@ -278,8 +278,8 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     SPLIT_K > 1: the fp32 partial goes to part_ptr; the last of the tile's SPLIT_K programs
     (ticket in tick_ptr) sums the partials in slice order, stores c and resets the ticket.
     CORR_ASM: the correction loop may use the PTX decode (see grouped_gemm_kernel).
-    KPERM (SWAP, not PREDEC): B decoded by _decode_block_xy, in the prmt lookup's
-    k order, straight into wgmma's register operand; A loaded in that same k order.
+    KPERM (SWAP, not PREDEC): B decoded by _decode_block_xy, in the prmt lookup's own k
+    order, as wgmma's register operand (no shuffle first); A loaded in that same k order.
     """
     KB = K // 128
     KH = K // 2
