@@ -172,24 +172,22 @@ def _grouped_variants(cfg):
 
 
 def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
-    """Seventh session: the one-pass kernel with the weights on the MMA's M side for few rows
-    (grouped_gemm_kernel, no decode pass), on the hint's token tile: decoded B in k order
-    through shared memory ([BN, 4] scale fold, or four [BN] vectors), 3 or 5 stages, against
-    kperm (B kept in the prmt lookup's k order, A loaded in that order) with either fold (run
-    26's kperm built its lookup tables per column, run 27's from four [BN] vectors). Since
-    run 28 the heuristic takes kperm for some shapes: "now" against "two_pass" (the sixth
-    session's choice); runs 29-30 also timed a program for every token tile (+14 us at max_m
-    4096), runs 31-32 K split in two (below). The cases include the wide-scale fallback and
-    a hint below the rows."""
+    """Seventh session: the one-pass kernel for few rows (grouped_gemm_kernel, weights on the
+    MMA's M side, no decode pass) against two passes. Runs 26-28 compared its decode with the
+    shuffle to kperm (B kept in the prmt lookup's k order, A loaded in that order) and the
+    two scale folds; runs 29-30 a program for every token tile (+14 us at max_m 4096); runs
+    31-32 K split over 2 or 4 programs (those variants are in git history). Now: "now" (the
+    heuristic), "two_pass" (the sixth session's choice), and the one-pass kernel with K
+    split the other way where "now" is one pass, or with K split in two on the hint's token
+    tile where it is not (33-128 rows: run 32's wide-scale failure and low-hint case)."""
     rep = dataclasses.replace
-    rows = max(1, min(hint, max_m))
-    bm = 16 if rows <= 16 else (32 if rows <= 32 else 64)
-    base = config_cls(BM=bm, BN=64, swap=True, num_warps=4, num_stages=3)
-    # Run 31 measured K split over 2 or 4 programs per tile (2 taken up to max_m 128); run 32:
-    # the heuristic (per-call zeroed tickets) against no split and two passes.
     v = {"now": cfg, "two_pass": two_pass}
     if cfg.kperm:
         v["no_split" if cfg.split_k > 1 else "split2"] = rep(cfg, split_k=1 if cfg.split_k > 1 else 2)
+    else:
+        rows = max(1, min(hint, max_m))
+        v["one_pass_split2"] = config_cls(BM=16 if rows <= 16 else (32 if rows <= 32 else 64), BN=64, swap=True,
+                                          num_warps=4, num_stages=3, kperm=True, split_k=2)
     return v
 
 
