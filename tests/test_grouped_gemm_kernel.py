@@ -342,6 +342,8 @@ def test_heuristic_regimes_and_tma_key():
         assert cfg.kperm == (bm > 0), (max_m, hint, cfg)
         assert not bm or (cfg.BM == bm and cfg.swap and not cfg.predec and cfg.split_k == split), (max_m, hint, cfg)
         assert not heur.choose_config(max_m, hint, 2048, (9, 0), one_pass=False).kperm
+    # K split in two only where k / 128 is even.
+    assert heur.choose_config(32, 24, 2048, (9, 0), k=384).split_k == 1
     widths = {(512, None): 128, (2048, 1830): 128, (64, 20): 32, (256, 1): 32, (4096, 230): 64, (200, 123): 64}
     for (max_m, hint), bn in widths.items():
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))

@@ -50,8 +50,8 @@ class Config:
                            # per program, zeros included) instead of grouped_gemm_kernel
     tma: bool = False      # tiles only: A and decoded B through TMA tensor descriptors (sm_90+)
     pdl: bool = False      # tiles only: pass 2 as a programmatic dependent launch of pass 1 (sm_90+)
-    kperm: bool = False    # one pass, swap: B decoded in the prmt lookup's k order
-                           # straight into wgmma's register operand, A loaded in that order
+    kperm: bool = False    # one pass, swap: B decoded in the prmt lookup's own k order (no
+                           # shuffle before wgmma), A loaded in that order
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -73,8 +73,9 @@ def _expected_rows(max_m: int, expected_m) -> int:
 
 
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: int = DEFAULT_SMS,
-                  g: int = 4, one_pass: bool = None) -> Config:
-    """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m).
+                  g: int = 4, one_pass: bool = None, k: int = None) -> Config:
+    """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m);
+    k (None: the definition's 2048) only decides whether K splits evenly in two.
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
     G-H, 2026-11-30): most shapes are fastest with two passes (decode B to e4m3 once per
@@ -122,9 +123,10 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     sm90 = capability[0] >= 9
     maxnreg = 0
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
-        split = max_m <= 32 and rows > 16
-        return Config(BM=16 if max_m <= 32 and rows <= 16 else 32, BN=64, swap=True, num_warps=4, num_stages=3,
-                      kperm=True, split_k=2 if split else 1)
+        small_bucket = max_m <= 32
+        bm = 16 if small_bucket and rows <= 16 else 32
+        split = small_bucket and bm == 32 and (k is None or (k // 128) % 2 == 0)
+        return Config(BM=bm, BN=64, swap=True, num_warps=4, num_stages=3, kperm=True, split_k=2 if split else 1)
     if max_m <= 32:  # reached with one_pass=False only
         # A bucket of at most 32 rows: grouped_gemm_kernel's 64x32 tiles with 8 stages took
         # 17.3 / 18.0 / 17.8 us at max_m 1 / 16 / 32 in harness run G, the one-tile kernel

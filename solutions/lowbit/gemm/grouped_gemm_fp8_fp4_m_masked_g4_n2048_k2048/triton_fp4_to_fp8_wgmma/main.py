@@ -209,7 +209,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         return _Plan(True, g, max_m, n, k, config, 0, {}, (), (), -1, {}, {})
     chosen = config is None
     if chosen:
-        config = choose_config(max_m, expected_m, n, *_device_facts(dev), g=g)
+        config = choose_config(max_m, expected_m, n, *_device_facts(dev), g=g, k=k)
     if config.BN < 32 or config.BM < 16:
         # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
         # decode with < 4 bytes per thread (now CORR_ASM off there), not re-measured since.
@@ -218,8 +218,6 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if config.predec and (dr < 1 or dr & (dr - 1) or config.decode_warps < 1):
         raise ValueError(f"config: decode_rows must be a power of two and decode_warps >= 1, got {config}")
     kb = k // 128
-    if chosen and kb % config.split_k:  # the heuristic's split assumes an even k / 128
-        config = dataclasses.replace(config, split_k=1)
     if config.split_k < 1 or kb % config.split_k:
         raise ValueError(f"config: split_k must divide k / 128 = {kb}, got {config.split_k}")
     if config.predec and b_fp4.storage_offset() % 4:
