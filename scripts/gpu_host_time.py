@@ -157,18 +157,12 @@ def main():
 
 
 def _grouped_variants(cfg):
-    """Sixth session. Run 22: host-made TMA descriptors against descriptors made on the
-    device (-5 us of host time, +2..14 us of GPU time: dropped), pointer loads, register caps
-    on 64x128, PDL; run 23: the cap (168: 3 CTAs per SM) and PDL with host-made descriptors
-    (both taken, now the heuristic's). Run 24's persistent programs (no gain, removed) are in
-    git history (commit "Grouped tile kernel: optional persistent programs")."""
-    rep = dataclasses.replace
-    v = {"now": cfg, "ptr": rep(cfg, tma=False), "pdl_flip": rep(cfg, pdl=not cfg.pdl)}
-    if cfg.BN == 128:  # run 25: stages on 64x128 (4: 96 KiB, 2 CTAs; 2: 48 KiB)
-        v["cap_flip"] = rep(cfg, maxnreg=0 if cfg.maxnreg else 168)
-        v["s4"] = rep(cfg, num_stages=4, maxnreg=0)
-        v["s2_cap"] = rep(cfg, num_stages=2, maxnreg=168)
-    return v
+    """Two-pass shapes. Sixth session: run 22 (device-made TMA descriptors: dropped), runs
+    22-23 (pointer loads, register caps on 64x128, PDL: the cap of 168 and PDL taken, now the
+    heuristic's), run 25 (stages on 64x128); those variants are in git history (commit
+    e22804f). Eighth session: run 34 gave the decode pass 8 warps or 128 weight rows per
+    program (no change); run 35 times the heuristic alone (the decode's new sign lookup)."""
+    return {"now": cfg}
 
 
 def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
@@ -184,10 +178,14 @@ def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
     v = {"now": cfg, "two_pass": two_pass}
     if cfg.kperm:
         v["no_split" if cfg.split_k > 1 else "split2"] = rep(cfg, split_k=1 if cfg.split_k > 1 else 2)
+        # Eighth session: run 34 tried 8 warps on the same tiles (slower: both warpgroups
+        # decoded the whole B tile) and a fourth stage (no change); run 35 puts K's two halves
+        # on the two warpgroups instead (wg_split).
+        v["wg"] = rep(cfg, num_warps=8, split_k=1, wg_split=True)
     else:
         rows = max(1, min(hint, max_m))
-        v["one_pass_split2"] = config_cls(BM=16 if rows <= 16 else (32 if rows <= 32 else 64), BN=64, swap=True,
-                                          num_warps=4, num_stages=3, kperm=True, split_k=2)
+        v["one_pass_wg"] = config_cls(BM=16 if rows <= 16 else (32 if rows <= 32 else 64), BN=64, swap=True,
+                                      num_warps=8, num_stages=3, kperm=True, wg_split=True)
     return v
 
 

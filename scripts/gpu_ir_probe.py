@@ -10,6 +10,7 @@ registers, spills, shared memory, and from the TTGIR how many loads became cp.as
 Usage: python3 scripts/gpu_ir_probe.py [ncu]   ("ncu": launch only, one call each, for ncu)
 """
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -54,9 +55,15 @@ def launch_all():
         sp.run(*sparse_inputs(m))
     sp.launch_stream(*sparse_inputs(16), spH.StreamConfig(16, 32, 128, num_stages=4))
     sp.launch_stream(*sparse_inputs(64), spH.StreamConfig(64, 16, 128, num_stages=4))
-    for max_m, masked, e in ((64, [8, 21, 32, 13], 22), (512, [512] * 4, 512)):
+    for max_m, masked, e in ((1, [1, 1, 0, 1], 1), (16, [8, 16, 3, 11], 8), (64, [8, 21, 32, 13], 22),
+                             (512, [512] * 4, 512)):
         a, a_s, b, b_s, mm, c = grouped_inputs(max_m, masked)
         gr.run(a, a_s, b, b_s, mm, e, c)
+    # The one-pass few-row kernel with two warpgroups (eighth session, run 34).
+    grH = load_solution(GR, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
+    a, a_s, b, b_s, mm, c = grouped_inputs(1, [1, 1, 0, 1])
+    cfg = dataclasses.replace(grH.choose_config(1, 1, 2048), num_warps=8)
+    gr.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm, c, 1, config=cfg)
     torch.cuda.synchronize()
 
 

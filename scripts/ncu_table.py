@@ -17,7 +17,8 @@ METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.
            "dram__throughput.avg.pct_of_peak_sustained_elapsed",
            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
            "sm__warps_active.avg.pct_of_peak_sustained_active", "smsp__inst_executed.sum",
-           "launch__registers_per_thread", "launch__grid_size"]
+           "launch__registers_per_thread", "launch__grid_size",
+           "sm__cycles_elapsed.avg.per_second", "smsp__cycles_active.avg", "sm__cycles_elapsed.avg"]
 STALLS = ["long_scoreboard", "barrier", "wait", "short_scoreboard", "mio_throttle", "lg_throttle",
           "math_pipe_throttle", "not_selected", "selected", "no_instruction", "dispatch_stall",
           "membar", "sleeping", "branch_resolving", "drain", "imc_miss", "tex_throttle", "misc"]
@@ -41,7 +42,8 @@ def main(path):
         print(f"{kid:>3} {name:40s} {f(METRICS[0]) / 1e3:7.2f}us rd={f(METRICS[1]) / 2**20:6.2f}MiB "
               f"wr={f(METRICS[2]) / 2**20:6.2f}MiB dram={f(METRICS[3]):4.1f}% sm={f(METRICS[4]):4.1f}% "
               f"occ={f(METRICS[5]):4.1f}% inst={f(METRICS[6]) / 1e6:6.2f}M regs={f(METRICS[7]):.0f} "
-              f"grid={f(METRICS[8]):.0f} stalls/issue: " + " ".join(f"{s}={v:.1f}" for v, s in stalls))
+              f"grid={f(METRICS[8]):.0f} clk={f(METRICS[9]) / 1e9:.2f}GHz "
+              f"active={f(METRICS[10]) / max(f(METRICS[11]), 1) * 100:.0f}% stalls/issue: " + " ".join(f"{s}={v:.1f}" for v, s in stalls))
 
 
 if __name__ == "__main__":
