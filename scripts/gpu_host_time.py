@@ -170,7 +170,9 @@ def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
     MMA's M side, no decode pass) against two passes. Runs 26-28 compared its decode with the
     shuffle to kperm (B kept in the prmt lookup's k order, A loaded in that order) and the
     two scale folds; runs 29-30 a program for every token tile (+14 us at max_m 4096); runs
-    31-32 K split over 2 or 4 programs (those variants are in git history). Now: "now" (the
+    31-32 K split over 2 or 4 programs; eighth session, runs 34-35: 8 warps on the same
+    tiles, a fourth stage, and K's two halves on two warpgroups of one program (all slower or
+    no change; those variants are in git history, commit dd4b88c). Now: "now" (the
     heuristic), "two_pass" (the sixth session's choice), and the one-pass kernel with K
     split the other way where "now" is one pass, or with K split in two on the hint's token
     tile where it is not (33-128 rows: run 32's wide-scale failure and low-hint case)."""
@@ -178,14 +180,10 @@ def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
     v = {"now": cfg, "two_pass": two_pass}
     if cfg.kperm:
         v["no_split" if cfg.split_k > 1 else "split2"] = rep(cfg, split_k=1 if cfg.split_k > 1 else 2)
-        # Eighth session: run 34 tried 8 warps on the same tiles (slower: both warpgroups
-        # decoded the whole B tile) and a fourth stage (no change); run 35 puts K's two halves
-        # on the two warpgroups instead (wg_split).
-        v["wg"] = rep(cfg, num_warps=8, split_k=1, wg_split=True)
     else:
         rows = max(1, min(hint, max_m))
-        v["one_pass_wg"] = config_cls(BM=16 if rows <= 16 else (32 if rows <= 32 else 64), BN=64, swap=True,
-                                      num_warps=8, num_stages=3, kperm=True, wg_split=True)
+        v["one_pass_split2"] = config_cls(BM=16 if rows <= 16 else (32 if rows <= 32 else 64), BN=64, swap=True,
+                                          num_warps=4, num_stages=3, kperm=True, split_k=2)
     return v
 
 

@@ -39,9 +39,7 @@ KPERM = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=Tr
 KPERM1D = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d=False, kperm=True)
 KPERM_SPLITK = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=3)
 KPERM_SPLITK2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=2)
-# The same with K's two halves side by side in one program (two warpgroups on the GPU).
-KPERM_WG = heur.Config(BM=16, BN=32, swap=True, num_warps=8, num_stages=1, kperm=True, wg_split=True)
-CONFIGS = {"kperm": KPERM, "kperm_wg": KPERM_WG, "kperm1d": KPERM1D, "kperm_splitk": KPERM_SPLITK, "kperm_splitk2": KPERM_SPLITK2, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "kperm_splitk": KPERM_SPLITK, "kperm_splitk2": KPERM_SPLITK2, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -71,8 +69,7 @@ def check(a, a_s, b, b_s, mm, config):
     return c
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm", "kperm_splitk2",
-                                    "kperm_wg"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm", "kperm_splitk2"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -92,7 +89,7 @@ def test_max_m_zero_launches_nothing():
     main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(3, dtype=torch.int32), c)
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles", "kperm", "kperm_wg"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles", "kperm"])
 def test_ue8m0_moderate_spread_fast_path(orient):
     # Powers of two spread over up to 11 binades inside one 128-block: folded (spread up to
     # kernel.FOLD_SPREAD) or corrected exactly (wider), both in one tile.
@@ -115,26 +112,6 @@ def test_wide_and_non_power_of_two_scales_fallback(orient):
     b_s[1, 10, 11] = 2.0 ** -130       # subnormal power of two
     a_s = a_s * (torch.rand(a_s.shape, generator=gen) * 3 - 1)  # any-float a_scale, some negative
     check(a, a_s, b, b_s, torch.tensor([24, 20], dtype=torch.int32), CONFIGS[orient])
-
-
-def test_wg_split_fallback_in_both_halves():
-    # K's halves side by side: rows that do not fold in a block of either half (and a whole
-    # block of non-powers of two in the second) go through the correction loop over all of K.
-    a, a_s, b, b_s = make(2, 24, 64, 512, seed=14)
-    gen = torch.Generator().manual_seed(15)
-    b_s = b_s.clone()
-    b_s[0, 3, 1] *= 2.0 ** 31          # first half, block 0
-    b_s[0, 40, 13] = -0.37             # second half, block 3
-    b_s[1, 7, 4] = 0.0                 # second half, block 1
-    b_s[1, 60:, 8:12] = torch.rand(4, 4, generator=gen) + 0.1
-    a_s = a_s * (torch.rand(a_s.shape, generator=gen) * 3 - 1)
-    check(a, a_s, b, b_s, torch.tensor([24, 19], dtype=torch.int32), KPERM_WG)
-
-
-def test_wg_split_needs_even_blocks():
-    a, a_s, b, b_s = make(1, 4, 32, 384)
-    with pytest.raises(ValueError, match="wg_split"):
-        call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32), KPERM_WG)
 
 
 @pytest.mark.parametrize("orient", ["normal", "tiles", "tiles128", "tiles64"])

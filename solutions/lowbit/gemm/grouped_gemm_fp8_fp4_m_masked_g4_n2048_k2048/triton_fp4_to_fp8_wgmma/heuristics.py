@@ -52,12 +52,10 @@ class Config:
     pdl: bool = False      # tiles only: pass 2 as a programmatic dependent launch of pass 1 (sm_90+)
     kperm: bool = False    # one pass, swap: B decoded in the prmt lookup's own k order (no
                            # shuffle before wgmma), A loaded in that order
-    wg_split: bool = False  # kperm, split_k 1: the two halves of K side by side in one program
-                            # (a [2 BN, BM] accumulator; with 8 warps a warpgroup per half)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
-                    PREDEC=self.predec, SPLIT_K=self.split_k, KPERM=self.kperm, WG_SPLIT=self.wg_split,
+                    PREDEC=self.predec, SPLIT_K=self.split_k, KPERM=self.kperm,
                     num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 

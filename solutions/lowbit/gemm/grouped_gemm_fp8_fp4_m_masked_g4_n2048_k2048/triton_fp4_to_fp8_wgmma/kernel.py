@@ -63,9 +63,11 @@ FOLD_SPREAD = tl.constexpr(3)
 # Magnitudes: a prmt lookup in the 8-byte table {$3, $7} with the codes' low 3 bits as
 # selectors. Signs: prmt's sign-replicate mode (selector bit 3) turns each output byte into
 # 0xFF/0x00 from the top bit of a source byte; the odd codes' signs are the top bits of the
-# word's bytes, the even codes' those of the word shifted left by 4. 10 instructions per
-# word after ptxas's fusion, against 15-16 for the shift-and-mask version of the first seven
-# sessions (eighth session; the two were compared on every 16-bit half and exponent addend).
+# word's bytes, the even codes' those of the word shifted left by 4. About 10 instructions
+# per word after ptxas's fusion, against 15-16 for the shift-and-mask version of the first
+# seven sessions (eighth session, run 35: the one-pass loop 374 -> 334 SASS instructions per
+# step; GPU time -0.3 us at max_m 1, the decode pass unchanged within noise).
+# tests/test_prmt_decode_asm.py runs this text on the CPU against the E2M1 values.
 _PRMT_ASM_TEXT = """
 {
 .reg .b32 s, m, g, w4, hw;
@@ -263,62 +265,12 @@ def _correct_tile(acc, a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, kb_lo
 
 
 @triton.jit
-def _kperm_halves(a_rows, as_rows, b_ptr, bs_ptr, grp64, n0, m_valid, N, K,
-                  BN: tl.constexpr, BM: tl.constexpr, FOLD2D: tl.constexpr, USE_ASM: tl.constexpr):
-    """The KPERM main loop with the two halves of K side by side (WG_SPLIT): row r < BN of a
-    [2 BN, BM] accumulator is weight row n0 + r over the first half of K, row BN + r the
-    same weight row over the second half, so with 8 warps each warpgroup owns one half (the
-    MMA's M side is split between warpgroups) and two warps share each scheduler, as K split
-    over two programs gives (run 34: one warpgroup alone issues one step of ~330
-    instructions per 0.7 us), without that split's fp32 partials, zeroed tickets and second
-    pass. Each step multiplies both halves' A blocks (the MMA is a few percent of a step at
-    16-32 tokens) and keeps each row's own. The halves are summed once, after the loop.
-    Returns (acc [BN, BM] without the rows that did not fold, bad_rows [BN] flags)."""
-    KH = K // 2
-    KS = K // 32
-    HB = K // 256  # 128-K blocks per half
-    r = tl.arange(0, 2 * BN)
-    half = r // BN
-    offs_n = n0 + r % BN
-    n_valid = offs_n < N
-    b_rows = b_ptr + grp64 * N * KH + offs_n.to(tl.int64) * KH + half * (HB * 64)
-    bs_rows = bs_ptr + grp64 * N * KS + offs_n.to(tl.int64) * KS + half * (HB * 4)
-    first = (half == 0)[:, None]
-    acc = tl.zeros((2 * BN, BM), dtype=tl.float32)
-    bad_rows = tl.zeros((2 * BN,), dtype=tl.int32)
-    # a_scale one block ahead by hand, as in _gemm_tile.
-    a_s0_next = tl.load(as_rows, mask=m_valid, other=0.0)
-    a_s1_next = tl.load(as_rows + HB, mask=m_valid, other=0.0)
-    for j in range(0, HB):
-        a_s0 = a_s0_next
-        a_s1 = a_s1_next
-        jn = tl.minimum(j + 1, HB - 1)
-        a_s0_next = tl.load(as_rows + jn, mask=m_valid, other=0.0)
-        a_s1_next = tl.load(as_rows + (HB + jn), mask=m_valid, other=0.0)
-        row_ok, dexp, ref = _load_fold(bs_rows, n_valid, j, FOLD2D)
-        bad_rows = bad_rows | (~row_ok).to(tl.int32)
-        x, y = _decode_block_xy(b_rows, n_valid, j * 64, dexp, 2 * BN, USE_ASM)
-        ka = j * 128 + _kperm_cols()
-        ax0 = tl.load(a_rows[:, None] + ka[None, :], mask=m_valid[:, None], other=0.0)
-        ay0 = tl.load(a_rows[:, None] + (ka + 4)[None, :], mask=m_valid[:, None], other=0.0)
-        ax1 = tl.load(a_rows[:, None] + (ka + HB * 128)[None, :], mask=m_valid[:, None], other=0.0)
-        ay1 = tl.load(a_rows[:, None] + (ka + (HB * 128 + 4))[None, :], mask=m_valid[:, None], other=0.0)
-        part0 = tl.dot(y, tl.trans(ay0), tl.dot(x, tl.trans(ax0)))
-        part1 = tl.dot(y, tl.trans(ay1), tl.dot(x, tl.trans(ax1)))
-        scale = ref[:, None] * tl.where(first, a_s0[None, :], a_s1[None, :])
-        acc += tl.where(first, part0, part1) * scale
-    acc = tl.sum(tl.reshape(acc, (2, BN, BM)), axis=0)
-    bad_rows = tl.max(tl.reshape(bad_rows, (2, BN)), axis=0)
-    return acc, bad_rows
-
-
-@triton.jit
 def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
                grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
                BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr,
                MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
                PREDEC: tl.constexpr, SPLIT_K: tl.constexpr, ABLATE: tl.constexpr = 0,
-               CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False, WG_SPLIT: tl.constexpr = False):
+               CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False):
     """One [BM tokens x BN weight rows] tile over K slice pid_k of SPLIT_K; stores only rows
     < mm (the zero CTAs do the rest).
 
@@ -331,8 +283,6 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     CORR_ASM: the correction loop may use the PTX decode (see grouped_gemm_kernel).
     KPERM (SWAP, not PREDEC): B decoded by _decode_block_xy, in the prmt lookup's own k
     order, as wgmma's register operand (no shuffle first); A loaded in that same k order.
-    WG_SPLIT (KPERM, SPLIT_K 1): the two halves of K side by side in one program, see
-    _kperm_halves.
     """
     KB = K // 128
     KH = K // 2
@@ -349,82 +299,78 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     b_rows = b_ptr + grp64 * N * KH + offs_n.to(tl.int64) * KH
     bs_rows = bs_ptr + grp64 * N * KS + offs_n.to(tl.int64) * KS
 
-    if WG_SPLIT:
-        acc, bad_rows = _kperm_halves(a_rows, as_rows, b_ptr, bs_ptr, grp64, pid_n * BN, m_valid, N, K,
-                                      BN, BM, FOLD2D, USE_ASM)
+    k128 = tl.arange(0, 128)
+    if SWAP:
+        acc = tl.zeros((BN, BM), dtype=tl.float32)
     else:
-        k128 = tl.arange(0, 128)
-        if SWAP:
-            acc = tl.zeros((BN, BM), dtype=tl.float32)
-        else:
-            acc = tl.zeros((BM, BN), dtype=tl.float32)
-        # Per-row flag of blocks whose scales did not fold; reduced once after the loop (a
-        # cross-warp reduction per K step would add a barrier to every iteration).
-        bad_rows = tl.zeros((BN,), dtype=tl.int32)
-        # a_scale is prefetched one K block ahead by hand: Triton's pipeliner only prefetches loads
-        # that feed the dot's operands, and this one feeds the fp32 promotion after the dot, so
-        # its latency was exposed once per K block (measured: ~half of the kernel's time).
-        a_s_next = tl.load(as_rows + kb_lo, mask=m_valid, other=0.0)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+    # Per-row flag of blocks whose scales did not fold; reduced once after the loop (a
+    # cross-warp reduction per K step would add a barrier to every iteration).
+    bad_rows = tl.zeros((BN,), dtype=tl.int32)
+    # a_scale is prefetched one K block ahead by hand: Triton's pipeliner only prefetches loads
+    # that feed the dot's operands, and this one feeds the fp32 promotion after the dot, so
+    # its latency was exposed once per K block (measured: ~half of the kernel's time).
+    a_s_next = tl.load(as_rows + kb_lo, mask=m_valid, other=0.0)
+    if PREDEC:
+        q_rows = bq_ptr + grp64 * N * K + offs_n.to(tl.int64) * K
+        ref_rows = ref_ptr + grp64 * KB * N + offs_n
+        ref_next = tl.load(ref_rows + kb_lo * N, mask=n_valid, other=0.0)
+    # Same for the 1-D scale vectors (the [BN, 4] tile of FOLD2D feeds the decode, so the
+    # pipeliner already prefetches it).
+    if FOLD2D:
+        sn0 = tl.zeros((BN,), dtype=tl.float32)
+        sn1 = sn0
+        sn2 = sn0
+        sn3 = sn0
+    else:
+        sn0 = tl.load(bs_rows + kb_lo * 4, mask=n_valid, other=1.0)
+        sn1 = tl.load(bs_rows + (kb_lo * 4 + 1), mask=n_valid, other=1.0)
+        sn2 = tl.load(bs_rows + (kb_lo * 4 + 2), mask=n_valid, other=1.0)
+        sn3 = tl.load(bs_rows + (kb_lo * 4 + 3), mask=n_valid, other=1.0)
+    for kb in range(kb_lo, kb_hi):
+        if not KPERM:
+            a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
+        a_s = a_s_next
+        a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
         if PREDEC:
-            q_rows = bq_ptr + grp64 * N * K + offs_n.to(tl.int64) * K
-            ref_rows = ref_ptr + grp64 * KB * N + offs_n
-            ref_next = tl.load(ref_rows + kb_lo * N, mask=n_valid, other=0.0)
-        # Same for the 1-D scale vectors (the [BN, 4] tile of FOLD2D feeds the decode, so the
-        # pipeliner already prefetches it).
-        if FOLD2D:
-            sn0 = tl.zeros((BN,), dtype=tl.float32)
-            sn1 = sn0
-            sn2 = sn0
-            sn3 = sn0
+            # ref < 0 marks a row whose scales did not fold (its bq codes are unscaled).
+            ref_raw = ref_next
+            ref_next = tl.load(ref_rows + tl.minimum(kb + 1, KB - 1) * N, mask=n_valid, other=0.0)
+            row_ok = ref_raw >= 0.0
+            ref = tl.maximum(ref_raw, 0.0)
+        elif ABLATE & 2:  # timing experiment only: no scale handling (wrong results)
+            row_ok = n_valid
+            dexp = tl.zeros((BN, 4), dtype=tl.int32)
+            ref = tl.full((BN,), 1.0, tl.float32)
+        elif FOLD2D:
+            row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
         else:
-            sn0 = tl.load(bs_rows + kb_lo * 4, mask=n_valid, other=1.0)
-            sn1 = tl.load(bs_rows + (kb_lo * 4 + 1), mask=n_valid, other=1.0)
-            sn2 = tl.load(bs_rows + (kb_lo * 4 + 2), mask=n_valid, other=1.0)
-            sn3 = tl.load(bs_rows + (kb_lo * 4 + 3), mask=n_valid, other=1.0)
-        for kb in range(kb_lo, kb_hi):
-            if not KPERM:
-                a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
-            a_s = a_s_next
-            a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
+            row_ok, dexp, ref = _fold_scales(sn0, sn1, sn2, sn3)
+            kn = tl.minimum(kb + 1, KB - 1) * 4
+            sn0 = tl.load(bs_rows + kn, mask=n_valid, other=1.0)
+            sn1 = tl.load(bs_rows + (kn + 1), mask=n_valid, other=1.0)
+            sn2 = tl.load(bs_rows + (kn + 2), mask=n_valid, other=1.0)
+            sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
+        bad_rows = bad_rows | (~row_ok).to(tl.int32)
+        if KPERM:
+            x, y = _decode_block_xy(b_rows, n_valid, kb * 64, dexp, BN, USE_ASM)
+            ka = kb * 128 + _kperm_cols()
+            ax = tl.load(a_rows[:, None] + ka[None, :], mask=m_valid[:, None], other=0.0)
+            ay = tl.load(a_rows[:, None] + (ka + 4)[None, :], mask=m_valid[:, None], other=0.0)
+            part = tl.dot(y, tl.trans(ay), tl.dot(x, tl.trans(ax)))
+            acc += part * (ref[:, None] * a_s[None, :])
+        else:
             if PREDEC:
-                # ref < 0 marks a row whose scales did not fold (its bq codes are unscaled).
-                ref_raw = ref_next
-                ref_next = tl.load(ref_rows + tl.minimum(kb + 1, KB - 1) * N, mask=n_valid, other=0.0)
-                row_ok = ref_raw >= 0.0
-                ref = tl.maximum(ref_raw, 0.0)
-            elif ABLATE & 2:  # timing experiment only: no scale handling (wrong results)
-                row_ok = n_valid
-                dexp = tl.zeros((BN, 4), dtype=tl.int32)
-                ref = tl.full((BN,), 1.0, tl.float32)
-            elif FOLD2D:
-                row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
+                bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]), mask=n_valid[:, None], other=0.0)
+            elif ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
+                byte = tl.load(b_rows[:, None] + (kb * 64 + tl.arange(0, 64)[None, :]), mask=n_valid[:, None], other=0)
+                bdec = tl.reshape(tl.join(byte, byte), [BN, 128]).to(tl.float8e4nv, bitcast=True)
             else:
-                row_ok, dexp, ref = _fold_scales(sn0, sn1, sn2, sn3)
-                kn = tl.minimum(kb + 1, KB - 1) * 4
-                sn0 = tl.load(bs_rows + kn, mask=n_valid, other=1.0)
-                sn1 = tl.load(bs_rows + (kn + 1), mask=n_valid, other=1.0)
-                sn2 = tl.load(bs_rows + (kn + 2), mask=n_valid, other=1.0)
-                sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
-            bad_rows = bad_rows | (~row_ok).to(tl.int32)
-            if KPERM:
-                x, y = _decode_block_xy(b_rows, n_valid, kb * 64, dexp, BN, USE_ASM)
-                ka = kb * 128 + _kperm_cols()
-                ax = tl.load(a_rows[:, None] + ka[None, :], mask=m_valid[:, None], other=0.0)
-                ay = tl.load(a_rows[:, None] + (ka + 4)[None, :], mask=m_valid[:, None], other=0.0)
-                part = tl.dot(y, tl.trans(ay), tl.dot(x, tl.trans(ax)))
-                acc += part * (ref[:, None] * a_s[None, :])
+                bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
+            if SWAP:
+                acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
             else:
-                if PREDEC:
-                    bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]), mask=n_valid[:, None], other=0.0)
-                elif ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
-                    byte = tl.load(b_rows[:, None] + (kb * 64 + tl.arange(0, 64)[None, :]), mask=n_valid[:, None], other=0)
-                    bdec = tl.reshape(tl.join(byte, byte), [BN, 128]).to(tl.float8e4nv, bitcast=True)
-                else:
-                    bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
-                if SWAP:
-                    acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
-                else:
-                    acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
+                acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
 
     if tl.max(bad_rows, axis=0) != 0:
         acc = _correct_tile(acc, a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, kb_lo, kb_hi, KH,
@@ -471,7 +417,7 @@ def grouped_gemm_kernel(
     BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, ZR: tl.constexpr, ZN: tl.constexpr,
     MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
     PREDEC: tl.constexpr = False, SPLIT_K: tl.constexpr = 1, ABLATE: tl.constexpr = 0,
-    CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False, WG_SPLIT: tl.constexpr = False,
+    CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False,
 ):
     """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g, SPLIT_K).
 
@@ -503,8 +449,7 @@ def grouped_gemm_kernel(
         for pid_m in range(split, num_m_used, M_SPLIT):
             _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
                        grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
-                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE, CORR_ASM, KPERM,
-                       WG_SPLIT)
+                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE, CORR_ASM, KPERM)
     elif pid_k == 0:
         r0 = (pid - n_gemm) * ZR
         if r0 + ZR > mm:

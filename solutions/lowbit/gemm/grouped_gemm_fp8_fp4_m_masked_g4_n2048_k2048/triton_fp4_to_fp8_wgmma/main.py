@@ -227,9 +227,6 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if config.kperm and (not config.swap or config.predec or config.tiles or config.ablate):
         raise ValueError(f"config: kperm needs swap=True, predec=False, tiles=False, ablate=0, "
                          f"got {config}")
-    if config.wg_split and (not config.kperm or config.split_k != 1 or kb % 2):
-        raise ValueError(f"config: wg_split needs kperm=True, split_k=1 and an even k / 128 = {kb}, "
-                         f"got {config}")
     if config.tiles and (not config.predec or config.swap or config.split_k != 1):
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
     # TMA and programmatic dependent launch need an NVIDIA GPU (not the interpreter); the
