@@ -161,8 +161,12 @@ def _grouped_variants(cfg):
     22-23 (pointer loads, register caps on 64x128, PDL: the cap of 168 and PDL taken, now the
     heuristic's), run 25 (stages on 64x128); those variants are in git history (commit
     e22804f). Eighth session: run 34 gave the decode pass 8 warps or 128 weight rows per
-    program (no change); run 35 times the heuristic alone (the decode's new sign lookup)."""
-    return {"now": cfg}
+    program (no change); run 36 gives each decode program 2, 4 or 8 adjacent 128-K blocks
+    (decode_kb: fewer, longer programs with 2-8x the loads in flight per thread)."""
+    rep = dataclasses.replace
+    return {"now": cfg, "dec_kb2": rep(cfg, decode_kb=2), "dec_kb4": rep(cfg, decode_kb=4),
+            "dec_kb4_w8": rep(cfg, decode_kb=4, decode_warps=8), "dec_kb8_w8": rep(cfg, decode_kb=8, decode_warps=8),
+            "dec_r32_kb4": rep(cfg, decode_rows=32, decode_kb=4)}
 
 
 def _fused_variants(cfg, two_pass, max_m, hint, config_cls):

@@ -26,6 +26,9 @@ PREDEC = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec
 # The decode pass with narrower row blocks than n (edge rows masked) and 8 warps.
 PREDEC_D32 = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True,
                          decode_rows=32, decode_warps=8)
+# The decode pass with two adjacent 128-K blocks per program (and rows past n masked).
+PREDEC_KB2 = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True,
+                         decode_rows=32, decode_kb=2)
 SPLITK = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_k=2)
 SPLITK_SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, split_k=3)
 # Pass 2 as one output tile per program (zeros included), tiles not dividing max_m or n.
@@ -40,7 +43,7 @@ KPERM1D = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d
 KPERM_SPLITK = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=3)
 KPERM_SPLITK2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=2)
 CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "kperm_splitk": KPERM_SPLITK, "kperm_splitk2": KPERM_SPLITK2, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
-           "predec": PREDEC, "predec_d32": PREDEC_D32, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
+           "predec": PREDEC, "predec_d32": PREDEC_D32, "predec_kb2": PREDEC_KB2, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
 def make(g, max_m, n, k, seed=0):
@@ -69,7 +72,8 @@ def check(a, a_s, b, b_s, mm, config):
     return c
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm", "kperm_splitk2"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm", "kperm_splitk2",
+                                    "predec_kb2"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -89,7 +93,7 @@ def test_max_m_zero_launches_nothing():
     main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(3, dtype=torch.int32), c)
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles", "kperm"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles", "kperm", "predec_kb2"])
 def test_ue8m0_moderate_spread_fast_path(orient):
     # Powers of two spread over up to 11 binades inside one 128-block: folded (spread up to
     # kernel.FOLD_SPREAD) or corrected exactly (wider), both in one tile.
@@ -112,6 +116,12 @@ def test_wide_and_non_power_of_two_scales_fallback(orient):
     b_s[1, 10, 11] = 2.0 ** -130       # subnormal power of two
     a_s = a_s * (torch.rand(a_s.shape, generator=gen) * 3 - 1)  # any-float a_scale, some negative
     check(a, a_s, b, b_s, torch.tensor([24, 20], dtype=torch.int32), CONFIGS[orient])
+
+
+def test_decode_kb_must_divide_the_blocks():
+    a, a_s, b, b_s = make(1, 4, 32, 384)
+    with pytest.raises(ValueError, match="decode_kb"):
+        call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32), PREDEC_KB2)
 
 
 @pytest.mark.parametrize("orient", ["normal", "tiles", "tiles128", "tiles64"])

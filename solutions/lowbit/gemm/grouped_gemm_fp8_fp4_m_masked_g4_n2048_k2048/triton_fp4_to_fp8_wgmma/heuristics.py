@@ -46,6 +46,7 @@ class Config:
     split_k: int = 1       # K slices per tile (fp32 partials summed by the last program)
     decode_rows: int = DECODE_ROWS  # decode_b_kernel (predec): weight rows per program
     decode_warps: int = 4  # decode_b_kernel: warps per program
+    decode_kb: int = 1     # decode_b_kernel: 128-K blocks per program (adjacent along K)
     tiles: bool = False    # predec only: pass 2 is grouped_tile_gemm_kernel (one output tile
                            # per program, zeros included) instead of grouped_gemm_kernel
     tma: bool = False      # tiles only: A and decoded B through TMA tensor descriptors (sm_90+)

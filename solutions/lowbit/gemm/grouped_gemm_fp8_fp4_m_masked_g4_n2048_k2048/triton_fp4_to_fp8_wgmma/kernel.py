@@ -728,9 +728,9 @@ def _decode_words(w, d, USE_ASM: tl.constexpr):
 
 @triton.jit
 def decode_b_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: tl.constexpr,
-                    USE_ASM: tl.constexpr, PDL: tl.constexpr = False):
-    """Pass 1 of the two-pass path: grid (cdiv(N, BR), K / 128, g), one [BR rows, 128 K] block
-    per program and no loop, so the whole grid streams B at once.
+                    USE_ASM: tl.constexpr, PDL: tl.constexpr = False, KPER: tl.constexpr = 1):
+    """Pass 1 of the two-pass path: grid (cdiv(N, BR), K / (128 KPER), g), one [BR rows,
+    KPER x 128 K] block per program and no loop, so the whole grid streams B at once.
 
     bw: b_fp4 [g, N, K/2] bytes, read as int32 words [g, N, K/8] (the pointer is cast here, so
     the host passes the tensor as it is); qw: the decoded B [g, N, K] e4m3 bytes in k order,
@@ -749,28 +749,33 @@ def decode_b_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: tl
     if tl.minimum(tl.load(mm_ptr + grp), MAX_M) > 0:
         _decode_b_block(bw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), bs_ptr,
                         qw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), ref_ptr, grp.to(tl.int64), N, K,
-                        BR, USE_ASM)
+                        BR, USE_ASM, KPER)
 
 
 @triton.jit
-def _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp64, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr):
-    """decode_b_kernel's block (program ids 0 and 1: weight-row block and 128-K block)."""
-    pid_n = tl.program_id(0)
-    kb = tl.program_id(1)
+def _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp64, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr,
+                    KPER: tl.constexpr = 1):
+    """decode_b_kernel's block (program ids 0 and 1: weight-row block and KPER 128-K blocks).
+    The BR x KPER (row, block) pairs are handled as BR * KPER rows of one 128-K block each,
+    a row's KPER blocks adjacent (64 * KPER contiguous bytes), so every load of the program
+    is issued before the first decode."""
     KB = K // 128
     KS = K // 32
-    offs_n = pid_n * BR + tl.arange(0, BR)
+    p = tl.arange(0, BR * KPER)
+    offs_n = tl.program_id(0) * BR + p // KPER
+    kb = tl.program_id(1) * KPER + p % KPER
     n_valid = offs_n < N
     rows = offs_n.to(tl.int64)
     bs_rows = bs_ptr + grp64 * N * KS + rows * KS
-    row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, True)
-    # 16 words of 8 codes per row, loaded as one contiguous [BR, 16] tile (a [BR, 4, 4] load
-    # used half of every 32-byte sector, measured with ncu); word j has the scale of group j // 4.
+    s = tl.load(bs_rows[:, None] + (kb * 4)[:, None] + tl.arange(0, 4)[None, :], mask=n_valid[:, None], other=1.0)
+    row_ok, dexp, ref = _fold_scales_2d(s)
+    # 16 words of 8 codes per (row, block), loaded as one contiguous [BR * KPER, 16] tile (a [BR, 4, 4]
+    # load used half of every 32-byte sector, measured with ncu); word j has the scale of group j // 4.
     w_ptrs = bw_ptr + (grp64 * N * (K // 8) + rows * (K // 8) + kb * 16)[:, None] + tl.arange(0, 16)[None, :]
     w = tl.load(w_ptrs, mask=n_valid[:, None], other=0)
-    d = tl.reshape(tl.broadcast_to(dexp[:, :, None], [BR, 4, 4]), [BR, 16])
+    d = tl.reshape(tl.broadcast_to(dexp[:, :, None], [BR * KPER, 4, 4]), [BR * KPER, 16])
     lo, hi = _decode_words(w, d, USE_ASM)
-    out = tl.reshape(tl.join(lo, hi), [BR, 32])
+    out = tl.reshape(tl.join(lo, hi), [BR * KPER, 32])
     q_ptrs = qw_ptr + (grp64 * N * (K // 4) + rows * (K // 4) + kb * 32)[:, None] + tl.arange(0, 32)[None, :]
     tl.store(q_ptrs, out, mask=n_valid[:, None])
     tl.store(ref_ptr + (grp64 * KB + kb) * N + offs_n, tl.where(row_ok, ref, -1.0), mask=n_valid)

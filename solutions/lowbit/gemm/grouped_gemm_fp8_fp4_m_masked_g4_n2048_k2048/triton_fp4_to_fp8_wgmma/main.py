@@ -218,6 +218,9 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if config.predec and (dr < 1 or dr & (dr - 1) or config.decode_warps < 1):
         raise ValueError(f"config: decode_rows must be a power of two and decode_warps >= 1, got {config}")
     kb = k // 128
+    dkb = config.decode_kb
+    if config.predec and (dkb < 1 or dkb & (dkb - 1) or kb % dkb):
+        raise ValueError(f"config: decode_kb must be a power of two dividing k / 128 = {kb}, got {config}")
     if config.split_k < 1 or kb % config.split_k:
         raise ValueError(f"config: split_k must divide k / 128 = {kb}, got {config.split_k}")
     if config.predec and b_fp4.storage_offset() % 4:
@@ -255,7 +258,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         grid = (-(-max_m // config.BM) * -(-n // config.BN), g, 1)
     else:
         grid = (-(-n // config.BN) * m_split + -(-max_m // ZR), g, config.split_k)
-    return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb, g),
+    return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb // dkb, g),
                  dev_index, {}, {})
 
 
@@ -313,7 +316,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
                      (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
                      dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
-                          num_warps=cfg.decode_warps), aligned)
+                          KPER=cfg.decode_kb, num_warps=cfg.decode_warps), aligned)
     if cfg.tiles:
         consts, a_desc, q_desc = plan.consts, c, c
         if cfg.tma and aligned:
