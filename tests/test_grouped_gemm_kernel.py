@@ -324,7 +324,8 @@ def test_correction_loop_ptx_decode_only_with_four_bytes_per_thread():
     def corr_asm(cfg):
         return main._make_plan(a, a_s, b, b_s, mm, c, None, cfg).consts["CORR_ASM"]
     assert not corr_asm(heur.Config(BM=64, BN=32, swap=False, num_warps=8, num_stages=4, predec=True))
-    for cfg in (heur.choose_config(64, 20, 2048), heur.choose_config(256, 200, 2048), heur.choose_config(4096, 4096, 2048)):
+    for cfg in (heur.choose_config(64, 20, 2048, k=256), heur.choose_config(256, 200, 2048, k=256),
+                heur.choose_config(4096, 4096, 2048, k=256)):
         assert corr_asm(dataclasses.replace(cfg, tma=False, pdl=False)), cfg  # TMA and PDL need a GPU
 
 
@@ -354,6 +355,10 @@ def test_heuristic_regimes_and_tma_key():
         assert not heur.choose_config(max_m, hint, 2048, (9, 0), one_pass=False).kperm
     # K split in two only where k / 128 is even.
     assert heur.choose_config(32, 24, 2048, (9, 0), k=384).split_k == 1
+    # The decode pass takes 4 blocks per program where k / 128 allows, fewer otherwise.
+    assert heur.choose_config(512, None, 2048, (9, 0)).decode_kb == 4
+    assert heur.choose_config(512, None, 2048, (9, 0), k=384).decode_kb == 1
+    assert heur.choose_config(512, None, 2048, (9, 0), k=768).decode_kb == 2
     widths = {(512, None): 128, (2048, 1830): 128, (64, 20): 32, (256, 1): 32, (4096, 230): 64, (200, 123): 64}
     for (max_m, hint), bn in widths.items():
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0))

@@ -8,7 +8,12 @@ skipped inside the kernel, so the choice here only sizes the token tile.
 from dataclasses import dataclass
 
 
-DECODE_ROWS = 64   # decode_b_kernel: weight rows per program (one 128-K block each)
+DECODE_ROWS = 64   # decode_b_kernel: weight rows per program
+# decode_b_kernel as the heuristic launches it: 128-K blocks per program and warps (run 36,
+# eighth session, H200 GPU us: 4 blocks on 8 warps against 1 on 4, max_m 4096 with ~1024
+# rows 73.7 -> 70.9, ~192 rows 48.1 -> 45.9, 1024 48.1 -> 47.1, 128 17.7 -> 17.1, 512 full
+# 36.1 -> 36.0; more loads in flight per program, a quarter of the programs).
+DECODE_KB, DECODE_WARPS = 4, 8
 # Pass 2 (the one-tile kernel) as a programmatic dependent launch on sm_90+ (see
 # choose_config). Off in the fifth session (the sparse solution's same pairing was suspected
 # of one harness failure, which `gpu_sparse_gemm.py pdlcheck` did not reproduce); on again
@@ -68,6 +73,14 @@ class Config:
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 
 
+def _decode_kb(k) -> int:
+    """DECODE_KB, or the largest power of two below it dividing k / 128 (k None: 2048)."""
+    kb, dkb = (2048 if k is None else k) // 128, DECODE_KB
+    while kb % dkb:
+        dkb //= 2
+    return dkb
+
+
 def _expected_rows(max_m: int, expected_m) -> int:
     """Rows per group to plan for: the hint clamped to [1, max_m], or max_m without one."""
     return max_m if expected_m is None else max(1, min(int(expected_m), max_m))
@@ -76,7 +89,8 @@ def _expected_rows(max_m: int, expected_m) -> int:
 def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: int = DEFAULT_SMS,
                   g: int = 4, one_pass: bool = None, k: int = None) -> Config:
     """Pick the tile config. expected_m is a hint of rows per group (None: assume max_m);
-    k (None: the definition's 2048) only decides whether K splits evenly in two.
+    k (None: the definition's 2048) only decides how K splits: in two for the one-pass
+    kernel, in blocks per program for the decode pass (_decode_kb).
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
     G-H, 2026-11-30): most shapes are fastest with two passes (decode B to e4m3 once per
@@ -132,7 +146,8 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
         # A bucket of at most 32 rows: grouped_gemm_kernel's 64x32 tiles with 8 stages took
         # 17.3 / 18.0 / 17.8 us at max_m 1 / 16 / 32 in harness run G, the one-tile kernel
         # 21.5 / 20.4 / 18.4 in run H (same GPU, graph replay).
-        return Config(BM=64, BN=32, swap=False, num_warps=4, num_stages=8, predec=True)
+        return Config(BM=64, BN=32, swap=False, num_warps=4, num_stages=8, predec=True,
+                      decode_kb=_decode_kb(k), decode_warps=DECODE_WARPS)
     if rows >= 256:
         bn, stages = 128, 3
         if three_ctas_pay(-(-rows // 64) * -(-n // bn) * g, num_sms):
@@ -150,6 +165,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     # max_m 64-256); on 64x64 tiles they cost 6-13 us (harness run I: max_m 200 33.2 against
     # 22.3, max_m 4096 e = 192 61.3 against 48.7), on 64x128 3-8 us (run 20).
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
+                  decode_kb=_decode_kb(k), decode_warps=DECODE_WARPS,
                   tma=sm90 and bn >= 64, pdl=sm90 and PDL, maxnreg=maxnreg if sm90 else 0)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
