@@ -137,8 +137,9 @@ def decode_only(a, a_s, b, b_s, mm, exp, c):
     k = 2 * kh
     bq = torch.empty((g, n, k // 4), dtype=torch.int32, device=dev)
     ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=dev)
-    main.decode_b_kernel[(-(-n // H.DECODE_ROWS), k // 128, g)](b.view(torch.int32), b_s, mm, bq, ref, a.shape[1], n, k,
-                                                               BR=H.DECODE_ROWS, USE_ASM=True, num_warps=4)
+    main.decode_b_kernel[(-(-n // H.DECODE_ROWS), k // (128 * H.DECODE_KB), g)](
+        b.view(torch.int32), b_s, mm, bq, ref, a.shape[1], n, k, BR=H.DECODE_ROWS, USE_ASM=True, KPER=H.DECODE_KB,
+        num_warps=H.DECODE_WARPS)
 
 
 def rnd_masked(e, max_m, seed):
@@ -190,8 +191,9 @@ def gemm_only_mode():
         c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
         bq = torch.empty((G, N, K // 4), dtype=torch.int32, device=dev)
         ref = torch.empty((G, K // 128, N), dtype=torch.float32, device=dev)
-        main.decode_b_kernel[(-(-N // H.DECODE_ROWS), K // 128, G)](b.view(torch.int32), b_s, mm, bq, ref, max_m, N, K,
-                                                                   BR=H.DECODE_ROWS, USE_ASM=True, num_warps=4)
+        main.decode_b_kernel[(-(-N // H.DECODE_ROWS), K // (128 * H.DECODE_KB), G)](
+            b.view(torch.int32), b_s, mm, bq, ref, max_m, N, K, BR=H.DECODE_ROWS, USE_ASM=True, KPER=H.DECODE_KB,
+            num_warps=H.DECODE_WARPS)
         bq8 = bq.view(torch.float8_e4m3fn)
         row = {}
         for vname, cfg in cfgs.items():

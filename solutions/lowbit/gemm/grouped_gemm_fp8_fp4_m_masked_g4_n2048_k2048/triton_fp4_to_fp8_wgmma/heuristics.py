@@ -8,12 +8,14 @@ skipped inside the kernel, so the choice here only sizes the token tile.
 from dataclasses import dataclass
 
 
-DECODE_ROWS = 64   # decode_b_kernel: weight rows per program
-# decode_b_kernel as the heuristic launches it: 128-K blocks per program and warps (run 36,
-# eighth session, H200 GPU us: 4 blocks on 8 warps against 1 on 4, max_m 4096 with ~1024
-# rows 73.7 -> 70.9, ~192 rows 48.1 -> 45.9, 1024 48.1 -> 47.1, 128 17.7 -> 17.1, 512 full
-# 36.1 -> 36.0; more loads in flight per program, a quarter of the programs).
-DECODE_KB, DECODE_WARPS = 4, 8
+# decode_b_kernel as the heuristic launches it: weight rows, adjacent 128-K blocks and warps
+# per program. Eighth session, H200 GPU us against the 64 rows x 1 block x 4 warps of before
+# (run 37, the harness's workloads and hints): max_m 4096 with ~870 rows 70.1 -> 69.1, ~170
+# rows 48.8 -> 47.7, 2048 81.5 -> 80.7, 512 full 36.4 -> 36.0, 128 17.7 -> 16.9, one group
+# of four with rows 12.9 -> 13.0. 64 rows x 4 blocks on 8 warps (run 36, harness run R) was
+# 0.4-1.0 us faster on the many-row shapes but 12.9 -> 16.9 with one group: only that
+# group's programs work, and 4x fewer of them left one per SM.
+DECODE_ROWS, DECODE_KB, DECODE_WARPS = 16, 4, 4
 # Pass 2 (the one-tile kernel) as a programmatic dependent launch on sm_90+ (see
 # choose_config). Off in the fifth session (the sparse solution's same pairing was suspected
 # of one harness failure, which `gpu_sparse_gemm.py pdlcheck` did not reproduce); on again
@@ -49,7 +51,7 @@ class Config:
     maxnreg: int = 0       # register cap per thread (0: compiler's choice)
     predec: bool = False   # two passes: decode B to e4m3 first (decode_b_kernel), then the GEMM
     split_k: int = 1       # K slices per tile (fp32 partials summed by the last program)
-    decode_rows: int = DECODE_ROWS  # decode_b_kernel (predec): weight rows per program
+    decode_rows: int = 64  # decode_b_kernel (predec): weight rows per program
     decode_warps: int = 4  # decode_b_kernel: warps per program
     decode_kb: int = 1     # decode_b_kernel: 128-K blocks per program (adjacent along K)
     tiles: bool = False    # predec only: pass 2 is grouped_tile_gemm_kernel (one output tile
@@ -147,7 +149,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
         # 17.3 / 18.0 / 17.8 us at max_m 1 / 16 / 32 in harness run G, the one-tile kernel
         # 21.5 / 20.4 / 18.4 in run H (same GPU, graph replay).
         return Config(BM=64, BN=32, swap=False, num_warps=4, num_stages=8, predec=True,
-                      decode_kb=_decode_kb(k), decode_warps=DECODE_WARPS)
+                      decode_rows=DECODE_ROWS, decode_kb=_decode_kb(k), decode_warps=DECODE_WARPS)
     if rows >= 256:
         bn, stages = 128, 3
         if three_ctas_pay(-(-rows // 64) * -(-n // bn) * g, num_sms):
@@ -165,7 +167,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     # max_m 64-256); on 64x64 tiles they cost 6-13 us (harness run I: max_m 200 33.2 against
     # 22.3, max_m 4096 e = 192 61.3 against 48.7), on 64x128 3-8 us (run 20).
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
-                  decode_kb=_decode_kb(k), decode_warps=DECODE_WARPS,
+                  decode_rows=DECODE_ROWS, decode_kb=_decode_kb(k), decode_warps=DECODE_WARPS,
                   tma=sm90 and bn >= 64, pdl=sm90 and PDL, maxnreg=maxnreg if sm90 else 0)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
