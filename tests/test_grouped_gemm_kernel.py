@@ -26,9 +26,10 @@ PREDEC = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec
 # The decode pass with narrower row blocks than n (edge rows masked) and 8 warps.
 PREDEC_D32 = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True,
                          decode_rows=32, decode_warps=8)
-# The decode pass with two adjacent 128-K blocks per program (and rows past n masked).
+# The decode pass with two adjacent 128-K blocks per program (64 rows: at n = 96 the second
+# row block is half past n, masked).
 PREDEC_KB2 = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True,
-                         decode_rows=32, decode_kb=2)
+                         decode_rows=64, decode_kb=2)
 SPLITK = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, split_k=2)
 SPLITK_SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, split_k=3)
 # Pass 2 as one output tile per program (zeros included), tiles not dividing max_m or n.
@@ -116,6 +117,20 @@ def test_wide_and_non_power_of_two_scales_fallback(orient):
     b_s[1, 10, 11] = 2.0 ** -130       # subnormal power of two
     a_s = a_s * (torch.rand(a_s.shape, generator=gen) * 3 - 1)  # any-float a_scale, some negative
     check(a, a_s, b, b_s, torch.tensor([24, 20], dtype=torch.int32), CONFIGS[orient])
+
+
+def test_heuristic_decode_shape_with_fallback_scales():
+    # The decode pass as the heuristic launches it (DECODE_ROWS rows x DECODE_KB blocks), on
+    # rows whose scales do not fold in some blocks (ref = -1 there, fixed by the GEMM's
+    # correction loop) and a row count that is no multiple of its row block.
+    a, a_s, b, b_s = make(2, 40, 100, 512, seed=16)
+    b_s = b_s.clone()
+    b_s[0, 5, 2] = -0.25               # block 0, inside a 4-block program
+    b_s[0, 97, 13] *= 2.0 ** 20        # block 3, a row of the last, partial row block
+    b_s[1, 30, 8] = 0.0                # block 2
+    cfg = dataclasses.replace(heur.choose_config(40, 30, 100, k=512), tma=False, pdl=False)
+    assert cfg.predec and cfg.decode_kb == heur.DECODE_KB and cfg.decode_rows == heur.DECODE_ROWS
+    check(a, a_s, b, b_s, torch.tensor([40, 7], dtype=torch.int32), cfg)
 
 
 def test_decode_kb_must_divide_the_blocks():
