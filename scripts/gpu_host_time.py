@@ -163,8 +163,9 @@ def _grouped_variants(cfg):
     e22804f). Eighth session: run 34 gave the decode pass 8 warps or 128 weight rows per
     program (no change); run 36 gave each decode program 2, 4 or 8 adjacent 128-K blocks
     (decode_kb: 4 on 8 warps taken), harness run R then lost 3.9 us where one group of four
-    has rows (a quarter of the programs work: one per SM); run 37 compares shapes that keep
-    the working programs per group as many as with one block each."""
+    has rows (a quarter of the programs work: one per SM); run 37 compared shapes that keep
+    as many working programs per group as one block each did (16 rows x 4 blocks on 4 warps
+    taken: "now" since)."""
     rep = dataclasses.replace
     return {"now": cfg, "dec_kb1_w4": rep(cfg, decode_kb=1, decode_warps=4),
             "dec_r16_kb4_w4": rep(cfg, decode_rows=16, decode_kb=4, decode_warps=4),

@@ -59,7 +59,8 @@ def launch_all():
                              (512, [512] * 4, 512)):
         a, a_s, b, b_s, mm, c = grouped_inputs(max_m, masked)
         gr.run(a, a_s, b, b_s, mm, e, c)
-    # The one-pass few-row kernel with two warpgroups (eighth session, run 34).
+    # The one-pass few-row kernel on 8 warps (eighth session, run 34: both warpgroups decoded
+    # the whole B tile, 5.39 M warp instructions against 3.10 M; not taken).
     grH = load_solution(GR, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
     a, a_s, b, b_s, mm, c = grouped_inputs(1, [1, 1, 0, 1])
     cfg = dataclasses.replace(grH.choose_config(1, 1, 2048), num_warps=8)

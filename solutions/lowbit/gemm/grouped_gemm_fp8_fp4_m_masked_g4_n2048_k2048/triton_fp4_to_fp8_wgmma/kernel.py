@@ -769,8 +769,9 @@ def _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp64, N, K, BR: tl.constex
     bs_rows = bs_ptr + grp64 * N * KS + rows * KS
     s = tl.load(bs_rows[:, None] + (kb * 4)[:, None] + tl.arange(0, 4)[None, :], mask=n_valid[:, None], other=1.0)
     row_ok, dexp, ref = _fold_scales_2d(s)
-    # 16 words of 8 codes per (row, block), loaded as one contiguous [BR * KPER, 16] tile (a [BR, 4, 4]
-    # load used half of every 32-byte sector, measured with ncu); word j has the scale of group j // 4.
+    # 16 words of 8 codes per (row, block), loaded as one [BR * KPER, 16] tile (a [BR, 4, 4]
+    # load used half of every 32-byte sector, measured with ncu); word j has the scale of
+    # group j // 4.
     w_ptrs = bw_ptr + (grp64 * N * (K // 8) + rows * (K // 8) + kb * 16)[:, None] + tl.arange(0, 16)[None, :]
     w = tl.load(w_ptrs, mask=n_valid[:, None], other=0)
     d = tl.reshape(tl.broadcast_to(dexp[:, :, None], [BR * KPER, 4, 4]), [BR * KPER, 16])
