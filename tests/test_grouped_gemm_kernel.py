@@ -236,7 +236,9 @@ def _run_ptx(text, regs):
 
 def _prmt_cases(seed):
     """Per exponent addend: (lut0, lut1, bytes, 32-bit words of those bytes, wanted float64
-    values of their codes in k order) for checking the PRMT decode tables."""
+    values of their codes in k order) for checking the PRMT decode tables. Each output byte
+    depends on one input nibble and its position in the word, so the words (v, v, v, v)
+    put every code in every nibble position."""
     from lowbit_gemm.numerics import e2m1_decode, unpack_fp4
 
     gen = torch.Generator().manual_seed(seed)
@@ -244,7 +246,8 @@ def _prmt_cases(seed):
         d = dexp * 8
         lut0 = (0x3C383000 + d * 0x01010100) & 0xFFFFFFFF
         lut1 = (0x4C484440 + d * 0x01010101) & 0xFFFFFFFF
-        byt = torch.cat([torch.arange(256), torch.randint(0, 256, (64,), generator=gen)]).to(torch.uint8)
+        byt = torch.cat([torch.arange(256), torch.arange(256).repeat_interleave(4),
+                         torch.randint(0, 256, (64,), generator=gen)]).to(torch.uint8)
         words = [sum(int(byt[q + i]) << (8 * i) for i in range(4)) for q in range(0, len(byt), 4)]
         want = e2m1_decode(unpack_fp4(byt.view(torch.int8))).to(torch.float64) * 2.0 ** dexp
         yield dexp, lut0, lut1, words, want

@@ -67,7 +67,8 @@ FOLD_SPREAD = tl.constexpr(3)
 # per word after ptxas's fusion, against 15-16 for the shift-and-mask version of the first
 # seven sessions (eighth session, run 35: the one-pass loop 374 -> 334 SASS instructions per
 # step; GPU time -0.3 us at max_m 1, the decode pass unchanged within noise).
-# tests/test_prmt_decode_asm.py runs this text on the CPU against the E2M1 values.
+# tests/test_grouped_gemm_kernel.py (test_prmt_*_decode_matches_e2m1) runs this text on the
+# CPU against the E2M1 values.
 _PRMT_ASM_TEXT = """
 {
 .reg .b32 s, m, g, w4, hw;
