@@ -135,7 +135,8 @@ def _kperm_cols():
 
 
 @triton.jit
-def _decode_block_xy(b_rows_ptr, row_mask, koff, dexp, BR: tl.constexpr, USE_ASM: tl.constexpr):
+def _decode_block_xy(b_rows_ptr, row_mask, koff, dexp, BR: tl.constexpr, USE_ASM: tl.constexpr,
+                     MASKED: tl.constexpr = True):
     """One 128-K block of BR weight rows (64 bytes each from koff) -> two [BR, 64] fp8 halves
     in the prmt lookup's own k order, with no shuffle: x[:, 4w + t] = code 8w + t and
     y[:, 4w + t] = code 8w + 4 + t (w the 32-bit word, t < 4). A dot needs only both operands
@@ -148,7 +149,10 @@ def _decode_block_xy(b_rows_ptr, row_mask, koff, dexp, BR: tl.constexpr, USE_ASM
     dcol = tl.reshape(tl.broadcast_to(dexp[:, :, None], (BR, 4, 16)), [BR, 64])
     if USE_ASM:
         # Four bytes (one word, 8 codes) per pack: the word's x and y bytes come out of one call.
-        byte = tl.load(b_rows_ptr[:, None] + (koff + p[None, :]), mask=row_mask[:, None], other=0)
+        if MASKED:
+            byte = tl.load(b_rows_ptr[:, None] + (koff + p[None, :]), mask=row_mask[:, None], other=0)
+        else:  # the caller's row pointers are all valid
+            byte = tl.load(b_rows_ptr[:, None] + (koff + p[None, :]))
         x, y = tl.inline_asm_elementwise(
             _PRMT_ASM, "=r,=r,r,r,r,r,r,r,r,r,r", [byte, 0x3C383000 + dcol * 0x01010100, 0x4C484440 + dcol * 0x01010101],
             dtype=(tl.int8, tl.int8), is_pure=True, pack=4)
@@ -156,8 +160,9 @@ def _decode_block_xy(b_rows_ptr, row_mask, koff, dexp, BR: tl.constexpr, USE_ASM
         # Code 8w + t sits in byte 4w + t // 2, nibble t % 2 (low nibble = even k).
         src = (p // 4) * 4 + (p % 4) // 2
         shift = ((p % 2) * 4)[None, :]
-        bx = tl.load(b_rows_ptr[:, None] + (koff + src[None, :]), mask=row_mask[:, None], other=0).to(tl.int32)
-        by = tl.load(b_rows_ptr[:, None] + (koff + 2 + src[None, :]), mask=row_mask[:, None], other=0).to(tl.int32)
+        bmask = row_mask[:, None] | (not MASKED)
+        bx = tl.load(b_rows_ptr[:, None] + (koff + src[None, :]), mask=bmask, other=0).to(tl.int32)
+        by = tl.load(b_rows_ptr[:, None] + (koff + 2 + src[None, :]), mask=bmask, other=0).to(tl.int32)
         x = _e2m1_to_e4m3((bx >> shift) & 15, dcol).to(tl.int8)
         y = _e2m1_to_e4m3((by >> shift) & 15, dcol).to(tl.int8)
     return x.to(tl.float8e4nv, bitcast=True), y.to(tl.float8e4nv, bitcast=True)
@@ -208,16 +213,26 @@ def _fold_scales(s0, s1, s2, s3):
 
 
 @triton.jit
+def _or(x, y):
+    return x | y
+
+
+@triton.jit
 def _fold_scales_2d(s):
-    """Same as _fold_scales on a [BR, 4] tile (reductions along axis 1)."""
+    """Same as _fold_scales on a [BR, 4] tile (reductions along axis 1), on the scales' bit
+    patterns: positive floats order like their bits as int32, and where the four mantissa
+    fields are zero the bits differ by whole exponent steps (2^23), so three integer
+    reductions (max, min, or) decide the block and give its exponent addends."""
     sb = s.to(tl.int32, bitcast=True)
-    ef = (sb >> 23) & 0xFF
-    p2 = ((sb & 0x7FFFFF) == 0) & (sb > 0) & (ef < 255)
-    emax = tl.max(ef, axis=1)
-    emin = tl.min(ef, axis=1)
-    row_ok = (tl.min(p2.to(tl.int32), axis=1) == 1) & ((emax - emin) <= FOLD_SPREAD)
-    dexp = tl.where(row_ok[:, None], (ef - emax[:, None] + 6) * 8, 0)
-    ref = tl.where(row_ok, tl.max(s, axis=1) * 0.015625, 0.0)
+    bmax = tl.max(sb, axis=1)
+    bmin = tl.min(sb, axis=1)
+    mant = tl.reduce(sb, 1, _or) & 0x7FFFFF
+    # All positive (min > 0: no sign bit, not zero), normal powers of two (no mantissa bits:
+    # subnormals and NaN have some), finite (max below +inf's bits), spread <= FOLD_SPREAD.
+    row_ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= FOLD_SPREAD * 0x800000)
+    # (e_j - e_max) * 8 + 48, from (sb_j - bmax) = (e_j - e_max) * 2^23 exactly.
+    dexp = tl.where(row_ok[:, None], ((sb - bmax[:, None]) >> 20) + 48, 0)
+    ref = tl.where(row_ok, bmax.to(tl.float32, bitcast=True) * 0.015625, 0.0)
     return row_ok, dexp, ref
 
 
@@ -299,6 +314,15 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     as_rows = as_ptr + grp64 * MAX_M * KB + offs_m.to(tl.int64) * KB
     b_rows = b_ptr + grp64 * N * KH + offs_n.to(tl.int64) * KH
     bs_rows = bs_ptr + grp64 * N * KS + offs_n.to(tl.int64) * KS
+    if KPERM:
+        # The one-pass loop loads without masks (each mask is a compare and a select per
+        # loaded element in its loop): token rows past MAX_M and weight rows past N point at
+        # valid rows instead. Their results are never stored (only rows < mm of valid
+        # weight rows are), and each output depends only on its own A and B rows.
+        a_rows_k = a_ptr + grp64 * MAX_M * K + tl.minimum(offs_m, MAX_M - 1).to(tl.int64) * K
+        b_rows_k = b_ptr + grp64 * N * KH + tl.minimum(offs_n, N - 1).to(tl.int64) * KH
+        bs_rows_k = bs_ptr + grp64 * N * KS + tl.minimum(offs_n, N - 1).to(tl.int64) * KS
+        as_rows_k = as_ptr + grp64 * MAX_M * KB + tl.minimum(offs_m, MAX_M - 1).to(tl.int64) * KB
 
     k128 = tl.arange(0, 128)
     if SWAP:
@@ -311,7 +335,10 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     # a_scale is prefetched one K block ahead by hand: Triton's pipeliner only prefetches loads
     # that feed the dot's operands, and this one feeds the fp32 promotion after the dot, so
     # its latency was exposed once per K block (measured: ~half of the kernel's time).
-    a_s_next = tl.load(as_rows + kb_lo, mask=m_valid, other=0.0)
+    if KPERM:
+        a_s_next = tl.load(as_rows_k + kb_lo)
+    else:
+        a_s_next = tl.load(as_rows + kb_lo, mask=m_valid, other=0.0)
     if PREDEC:
         q_rows = bq_ptr + grp64 * N * K + offs_n.to(tl.int64) * K
         ref_rows = ref_ptr + grp64 * KB * N + offs_n
@@ -332,7 +359,10 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
         if not KPERM:
             a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
         a_s = a_s_next
-        a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
+        if KPERM:
+            a_s_next = tl.load(as_rows_k + tl.minimum(kb + 1, KB - 1))
+        else:
+            a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
         if PREDEC:
             # ref < 0 marks a row whose scales did not fold (its bq codes are unscaled).
             ref_raw = ref_next
@@ -343,6 +373,8 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
             row_ok = n_valid
             dexp = tl.zeros((BN, 4), dtype=tl.int32)
             ref = tl.full((BN,), 1.0, tl.float32)
+        elif FOLD2D and KPERM:
+            row_ok, dexp, ref = _fold_scales_2d(tl.load(bs_rows_k[:, None] + (kb * 4 + tl.arange(0, 4)[None, :])))
         elif FOLD2D:
             row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
         else:
@@ -354,10 +386,10 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
             sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
         bad_rows = bad_rows | (~row_ok).to(tl.int32)
         if KPERM:
-            x, y = _decode_block_xy(b_rows, n_valid, kb * 64, dexp, BN, USE_ASM)
+            x, y = _decode_block_xy(b_rows_k, n_valid, kb * 64, dexp, BN, USE_ASM, False)
             ka = kb * 128 + _kperm_cols()
-            ax = tl.load(a_rows[:, None] + ka[None, :], mask=m_valid[:, None], other=0.0)
-            ay = tl.load(a_rows[:, None] + (ka + 4)[None, :], mask=m_valid[:, None], other=0.0)
+            ax = tl.load(a_rows_k[:, None] + ka[None, :])
+            ay = tl.load(a_rows_k[:, None] + (ka + 4)[None, :])
             part = tl.dot(y, tl.trans(ay), tl.dot(x, tl.trans(ax)))
             acc += part * (ref[:, None] * a_s[None, :])
         else:
