@@ -61,25 +61,25 @@ FOLD_SPREAD = tl.constexpr(3)
 
 # One 32-bit word of 8 codes ($2) -> two words of e4m3 bytes: $0 codes 0-3, $1 codes 4-7.
 # Magnitudes: a prmt lookup in the 8-byte table {$3, $7} with the codes' low 3 bits as
-# selectors. Signs: prmt's sign-replicate mode (selector bit 3) turns each output byte into
-# 0xFF/0x00 from the top bit of a source byte; the odd codes' signs are the top bits of the
-# word's bytes, the even codes' those of the word shifted left by 4. About 10 instructions
-# per word after ptxas's fusion, against 15-16 for the shift-and-mask version of the first
-# seven sessions (eighth session, run 35: the one-pass loop 374 -> 334 SASS instructions per
-# step; GPU time -0.3 us at max_m 1, the decode pass unchanged within noise).
+# selectors (prmt reads only the selector's low 16 bits, so one mask of the whole word
+# serves both halves, the high one shifted down). Signs: prmt's sign-replicate mode
+# (selector bit 3) turns each output byte into 0xFF/0x00 from the top bit of a source byte;
+# the odd codes' signs are the top bits of the word's bytes, the even codes' those of the
+# word shifted left by 4. About 9 instructions per word after ptxas's fusion, against 15-16
+# for the shift-and-mask version of the first seven sessions (eighth session, run 35: GPU
+# time -0.3 us at max_m 1; ninth session, run 39: one mask instead of two).
 # tests/test_grouped_gemm_kernel.py (test_prmt_*_decode_matches_e2m1) runs this text on the
 # CPU against the E2M1 values.
 _PRMT_ASM_TEXT = """
 {
-.reg .b32 s, m, g, w4, hw;
+.reg .b32 s, m, g, w4;
 shl.b32 w4, $2, 4;
-and.b32 s, $2, 0x7777;
+and.b32 s, $2, 0x77777777;
 prmt.b32 m, $3, $7, s;
 prmt.b32 g, $2, w4, 0x9D8C;
 and.b32 g, g, 0x80808080;
 or.b32 $0, m, g;
-shr.u32 hw, $2, 16;
-and.b32 s, hw, 0x7777;
+shr.u32 s, s, 16;
 prmt.b32 m, $3, $7, s;
 prmt.b32 g, $2, w4, 0xBFAE;
 and.b32 g, g, 0x80808080;
@@ -219,10 +219,12 @@ def _or(x, y):
 
 @triton.jit
 def _fold_scales_2d(s):
-    """Same as _fold_scales on a [BR, 4] tile (reductions along axis 1), on the scales' bit
-    patterns: positive floats order like their bits as int32, and where the four mantissa
-    fields are zero the bits differ by whole exponent steps (2^23), so three integer
-    reductions (max, min, or) decide the block and give its exponent addends."""
+    """_fold_scales on a [BR, 4] tile (reductions along axis 1), on the scales' bit patterns:
+    positive floats order like their bits as int32, and where the four mantissa fields are
+    zero the bits differ by whole exponent steps (2^23), so three integer reductions (max,
+    min, or) decide the block and give its exponent addends. Unlike _fold_scales, a row that
+    does not fold gets addends clamped into the decode's safe range instead of 0 (its ref is
+    0, which cancels it; the decode pass, which keeps such rows' raw codes, zeroes them)."""
     sb = s.to(tl.int32, bitcast=True)
     bmax = tl.max(sb, axis=1)
     bmin = tl.min(sb, axis=1)
@@ -230,8 +232,11 @@ def _fold_scales_2d(s):
     # All positive (min > 0: no sign bit, not zero), normal powers of two (no mantissa bits:
     # subnormals and NaN have some), finite (max below +inf's bits), spread <= FOLD_SPREAD.
     row_ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= FOLD_SPREAD * 0x800000)
-    # (e_j - e_max) * 8 + 48, from (sb_j - bmax) = (e_j - e_max) * 2^23 exactly.
-    dexp = tl.where(row_ok[:, None], ((sb - bmax[:, None]) >> 20) + 48, 0)
+    # (e_j - e_max) * 8 + 48: with the mantissas zero, sb >> 20 is 8 e (plus the sign). It is
+    # <= 48 for every row (bmax is the largest of the four), and the lower clamp (a no-op
+    # where the row folds) keeps rows that do not fold decoding to finite bytes (their ref
+    # is 0, which cancels them) without a test of row_ok here.
+    dexp = tl.maximum((sb >> 20) - (bmax >> 20)[:, None] + 48, -40)
     ref = tl.where(row_ok, bmax.to(tl.float32, bitcast=True) * 0.015625, 0.0)
     return row_ok, dexp, ref
 
@@ -384,7 +389,7 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
             sn1 = tl.load(bs_rows + (kn + 1), mask=n_valid, other=1.0)
             sn2 = tl.load(bs_rows + (kn + 2), mask=n_valid, other=1.0)
             sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
-        bad_rows = bad_rows | (~row_ok).to(tl.int32)
+        bad_rows = bad_rows | (ref == 0.0).to(tl.int32)
         if KPERM:
             x, y = _decode_block_xy(b_rows_k, n_valid, kb * 64, dexp, BN, USE_ASM, False)
             ka = kb * 128 + _kperm_cols()
@@ -802,6 +807,7 @@ def _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp64, N, K, BR: tl.constex
     bs_rows = bs_ptr + grp64 * N * KS + rows * KS
     s = tl.load(bs_rows[:, None] + (kb * 4)[:, None] + tl.arange(0, 4)[None, :], mask=n_valid[:, None], other=1.0)
     row_ok, dexp, ref = _fold_scales_2d(s)
+    dexp = tl.where(row_ok[:, None], dexp, 0)  # rows that do not fold keep their raw codes
     # 16 words of 8 codes per (row, block), loaded as one [BR * KPER, 16] tile (a [BR, 4, 4]
     # load used half of every 32-byte sector, measured with ncu); word j has the scale of
     # group j // 4.
