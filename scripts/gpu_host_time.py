@@ -182,11 +182,17 @@ def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
     no change; those variants are in git history, commit dd4b88c). Now: "now" (the
     heuristic), "two_pass" (the sixth session's choice), and the one-pass kernel with K
     split the other way where "now" is one pass, or with K split in two on the hint's token
-    tile where it is not (33-128 rows: run 32's wide-scale failure and low-hint case)."""
+    tile where it is not (33-128 rows: run 32's wide-scale failure and low-hint case).
+    Ninth session (run 40): the one-pass shapes also with two 128-K blocks per loop
+    iteration (unroll=2), split or not."""
     rep = dataclasses.replace
     v = {"now": cfg, "two_pass": two_pass}
     if cfg.kperm:
         v["no_split" if cfg.split_k > 1 else "split2"] = rep(cfg, split_k=1 if cfg.split_k > 1 else 2)
+        # Ninth session, run 40: two 128-K blocks per iteration (independent chains).
+        v["u2"] = rep(cfg, unroll=2)
+        v["split2_u2" if cfg.split_k == 1 else "no_split_u2"] = rep(cfg, split_k=2 if cfg.split_k == 1 else 1,
+                                                                    unroll=2)
     else:
         rows = max(1, min(hint, max_m))
         v["one_pass_split2"] = config_cls(BM=16 if rows <= 16 else (32 if rows <= 32 else 64), BN=64, swap=True,

@@ -43,7 +43,11 @@ KPERM = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=Tr
 KPERM1D = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, fold2d=False, kperm=True)
 KPERM_SPLITK = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=3)
 KPERM_SPLITK2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=2)
-CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "kperm_splitk": KPERM_SPLITK, "kperm_splitk2": KPERM_SPLITK2, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+# Two 128-K blocks per loop iteration (kernel._kperm_pair_loop).
+KPERM_U2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, unroll=2)
+KPERM_SPLITK2_U2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=2, unroll=2)
+CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "kperm_splitk": KPERM_SPLITK, "kperm_splitk2": KPERM_SPLITK2, "kperm_u2": KPERM_U2,
+           "kperm_splitk2_u2": KPERM_SPLITK2_U2, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "predec_kb2": PREDEC_KB2, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -74,7 +78,7 @@ def check(a, a_s, b, b_s, mm, config):
 
 
 @pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm", "kperm_splitk2",
-                                    "predec_kb2"])
+                                    "predec_kb2", "kperm_u2"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -94,7 +98,7 @@ def test_max_m_zero_launches_nothing():
     main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(3, dtype=torch.int32), c)
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles", "kperm", "predec_kb2"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles", "kperm", "predec_kb2", "kperm_u2"])
 def test_ue8m0_moderate_spread_fast_path(orient):
     # Powers of two spread over up to 11 binades inside one 128-block: folded (spread up to
     # kernel.FOLD_SPREAD) or corrected exactly (wider), both in one tile.
@@ -117,6 +121,24 @@ def test_wide_and_non_power_of_two_scales_fallback(orient):
     b_s[1, 10, 11] = 2.0 ** -130       # subnormal power of two
     a_s = a_s * (torch.rand(a_s.shape, generator=gen) * 3 - 1)  # any-float a_scale, some negative
     check(a, a_s, b, b_s, torch.tensor([24, 20], dtype=torch.int32), CONFIGS[orient])
+
+
+@pytest.mark.parametrize("orient", ["kperm_u2", "kperm_splitk2_u2"])
+def test_two_blocks_per_iteration_with_fallback_scales(orient):
+    # The paired loop on k = 512 (4 blocks: two iterations, or one per split) with scales
+    # that do not fold in either block of a pair, and rows past n in the last weight tile.
+    a, a_s, b, b_s = make(2, 20, 70, 512, seed=23)
+    b_s = b_s.clone()
+    b_s[0, 3, 5] = -0.5                # block 1 (second of the first pair)
+    b_s[0, 68, 8] *= 2.0 ** 20         # block 2 (first of the second pair), a row of the last tile
+    b_s[1, 9, :] = torch.rand(16) + 0.1  # every block of a row
+    check(a, a_s, b, b_s, torch.tensor([20, 11], dtype=torch.int32), CONFIGS[orient])
+
+
+def test_two_blocks_per_iteration_need_an_even_block_count():
+    a, a_s, b, b_s = make(1, 4, 32, 384)
+    with pytest.raises(ValueError, match="unroll"):
+        call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32), KPERM_U2)
 
 
 def test_heuristic_decode_shape_with_fallback_scales():

@@ -60,10 +60,11 @@ class Config:
     pdl: bool = False      # tiles only: pass 2 as a programmatic dependent launch of pass 1 (sm_90+)
     kperm: bool = False    # one pass, swap: B decoded in the prmt lookup's own k order (no
                            # shuffle before wgmma), A loaded in that order
+    unroll: int = 1        # kperm: 128-K blocks per loop iteration (2: two independent chains)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
-                    PREDEC=self.predec, SPLIT_K=self.split_k, KPERM=self.kperm,
+                    PREDEC=self.predec, SPLIT_K=self.split_k, KPERM=self.kperm, UNROLL=self.unroll,
                     num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 

@@ -286,12 +286,48 @@ def _correct_tile(acc, a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, kb_lo
 
 
 @triton.jit
+def _kperm_pair_loop(acc, a_rows, as_rows, b_rows, bs_rows, n_valid, kb_lo, kb_hi, KB,
+                     BN: tl.constexpr, BM: tl.constexpr, USE_ASM: tl.constexpr):
+    """The one-pass KPERM loop two 128-K blocks at a time (UNROLL = 2; kb_hi - kb_lo even):
+    the two blocks' scale folds, decodes and dots are independent chains in one iteration,
+    which the compiler interleaves. With one warp per scheduler the single-block loop waits
+    on each instruction's predecessor (~1150 cycles for ~310 instructions a step, ninth
+    session); a second chain fills those waits. Each block keeps its own partial and fp32
+    promotion. Row pointers are all valid (no masks, see _gemm_tile). -> (acc, bad_rows)."""
+    g4 = tl.arange(0, 4)
+    bad_rows = tl.zeros((BN,), dtype=tl.int32)
+    # a_scale feeds the promotion, not the dots: prefetched one pair ahead by hand.
+    a_s0_next = tl.load(as_rows + kb_lo)
+    a_s1_next = tl.load(as_rows + kb_lo + 1)
+    for kb in range(kb_lo, kb_hi, 2):
+        a_s0 = a_s0_next
+        a_s1 = a_s1_next
+        a_s0_next = tl.load(as_rows + tl.minimum(kb + 2, KB - 2))
+        a_s1_next = tl.load(as_rows + tl.minimum(kb + 3, KB - 1))
+        ok0, dexp0, ref0 = _fold_scales_2d(tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :])))
+        ok1, dexp1, ref1 = _fold_scales_2d(tl.load(bs_rows[:, None] + (kb * 4 + 4 + g4[None, :])))
+        x0, y0 = _decode_block_xy(b_rows, n_valid, kb * 64, dexp0, BN, USE_ASM, False)
+        x1, y1 = _decode_block_xy(b_rows, n_valid, kb * 64 + 64, dexp1, BN, USE_ASM, False)
+        ka = kb * 128 + _kperm_cols()
+        ax0 = tl.load(a_rows[:, None] + ka[None, :])
+        ay0 = tl.load(a_rows[:, None] + (ka + 4)[None, :])
+        ax1 = tl.load(a_rows[:, None] + (ka + 128)[None, :])
+        ay1 = tl.load(a_rows[:, None] + (ka + 132)[None, :])
+        part0 = tl.dot(y0, tl.trans(ay0), tl.dot(x0, tl.trans(ax0)))
+        part1 = tl.dot(y1, tl.trans(ay1), tl.dot(x1, tl.trans(ax1)))
+        acc += part0 * (ref0[:, None] * a_s0[None, :])
+        acc += part1 * (ref1[:, None] * a_s1[None, :])
+        bad_rows = bad_rows | ((ref0 == 0.0) | (ref1 == 0.0)).to(tl.int32)
+    return acc, bad_rows
+
+
+@triton.jit
 def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
                grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
                BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr,
                MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
                PREDEC: tl.constexpr, SPLIT_K: tl.constexpr, ABLATE: tl.constexpr = 0,
-               CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False):
+               CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False, UNROLL: tl.constexpr = 1):
     """One [BM tokens x BN weight rows] tile over K slice pid_k of SPLIT_K; stores only rows
     < mm (the zero CTAs do the rest).
 
@@ -360,55 +396,59 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
         sn1 = tl.load(bs_rows + (kb_lo * 4 + 1), mask=n_valid, other=1.0)
         sn2 = tl.load(bs_rows + (kb_lo * 4 + 2), mask=n_valid, other=1.0)
         sn3 = tl.load(bs_rows + (kb_lo * 4 + 3), mask=n_valid, other=1.0)
-    for kb in range(kb_lo, kb_hi):
-        if not KPERM:
-            a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
-        a_s = a_s_next
-        if KPERM:
-            a_s_next = tl.load(as_rows_k + tl.minimum(kb + 1, KB - 1))
-        else:
-            a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
-        if PREDEC:
-            # ref < 0 marks a row whose scales did not fold (its bq codes are unscaled).
-            ref_raw = ref_next
-            ref_next = tl.load(ref_rows + tl.minimum(kb + 1, KB - 1) * N, mask=n_valid, other=0.0)
-            row_ok = ref_raw >= 0.0
-            ref = tl.maximum(ref_raw, 0.0)
-        elif ABLATE & 2:  # timing experiment only: no scale handling (wrong results)
-            row_ok = n_valid
-            dexp = tl.zeros((BN, 4), dtype=tl.int32)
-            ref = tl.full((BN,), 1.0, tl.float32)
-        elif FOLD2D and KPERM:
-            row_ok, dexp, ref = _fold_scales_2d(tl.load(bs_rows_k[:, None] + (kb * 4 + tl.arange(0, 4)[None, :])))
-        elif FOLD2D:
-            row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
-        else:
-            row_ok, dexp, ref = _fold_scales(sn0, sn1, sn2, sn3)
-            kn = tl.minimum(kb + 1, KB - 1) * 4
-            sn0 = tl.load(bs_rows + kn, mask=n_valid, other=1.0)
-            sn1 = tl.load(bs_rows + (kn + 1), mask=n_valid, other=1.0)
-            sn2 = tl.load(bs_rows + (kn + 2), mask=n_valid, other=1.0)
-            sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
-        bad_rows = bad_rows | (ref == 0.0).to(tl.int32)
-        if KPERM:
-            x, y = _decode_block_xy(b_rows_k, n_valid, kb * 64, dexp, BN, USE_ASM, False)
-            ka = kb * 128 + _kperm_cols()
-            ax = tl.load(a_rows_k[:, None] + ka[None, :])
-            ay = tl.load(a_rows_k[:, None] + (ka + 4)[None, :])
-            part = tl.dot(y, tl.trans(ay), tl.dot(x, tl.trans(ax)))
-            acc += part * (ref[:, None] * a_s[None, :])
-        else:
+    if KPERM and UNROLL == 2:
+        acc, bad_rows = _kperm_pair_loop(acc, a_rows_k, as_rows_k, b_rows_k, bs_rows_k, n_valid, kb_lo, kb_hi, KB,
+                                         BN, BM, USE_ASM)
+    else:
+        for kb in range(kb_lo, kb_hi):
+            if not KPERM:
+                a = tl.load(a_rows[:, None] + (kb * 128 + k128[None, :]), mask=m_valid[:, None], other=0.0)
+            a_s = a_s_next
+            if KPERM:
+                a_s_next = tl.load(as_rows_k + tl.minimum(kb + 1, KB - 1))
+            else:
+                a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0)
             if PREDEC:
-                bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]), mask=n_valid[:, None], other=0.0)
-            elif ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
-                byte = tl.load(b_rows[:, None] + (kb * 64 + tl.arange(0, 64)[None, :]), mask=n_valid[:, None], other=0)
-                bdec = tl.reshape(tl.join(byte, byte), [BN, 128]).to(tl.float8e4nv, bitcast=True)
+                # ref < 0 marks a row whose scales did not fold (its bq codes are unscaled).
+                ref_raw = ref_next
+                ref_next = tl.load(ref_rows + tl.minimum(kb + 1, KB - 1) * N, mask=n_valid, other=0.0)
+                row_ok = ref_raw >= 0.0
+                ref = tl.maximum(ref_raw, 0.0)
+            elif ABLATE & 2:  # timing experiment only: no scale handling (wrong results)
+                row_ok = n_valid
+                dexp = tl.zeros((BN, 4), dtype=tl.int32)
+                ref = tl.full((BN,), 1.0, tl.float32)
+            elif FOLD2D and KPERM:
+                row_ok, dexp, ref = _fold_scales_2d(tl.load(bs_rows_k[:, None] + (kb * 4 + tl.arange(0, 4)[None, :])))
+            elif FOLD2D:
+                row_ok, dexp, ref = _load_fold(bs_rows, n_valid, kb, FOLD2D)
             else:
-                bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
-            if SWAP:
-                acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
+                row_ok, dexp, ref = _fold_scales(sn0, sn1, sn2, sn3)
+                kn = tl.minimum(kb + 1, KB - 1) * 4
+                sn0 = tl.load(bs_rows + kn, mask=n_valid, other=1.0)
+                sn1 = tl.load(bs_rows + (kn + 1), mask=n_valid, other=1.0)
+                sn2 = tl.load(bs_rows + (kn + 2), mask=n_valid, other=1.0)
+                sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
+            bad_rows = bad_rows | (ref == 0.0).to(tl.int32)
+            if KPERM:
+                x, y = _decode_block_xy(b_rows_k, n_valid, kb * 64, dexp, BN, USE_ASM, False)
+                ka = kb * 128 + _kperm_cols()
+                ax = tl.load(a_rows_k[:, None] + ka[None, :])
+                ay = tl.load(a_rows_k[:, None] + (ka + 4)[None, :])
+                part = tl.dot(y, tl.trans(ay), tl.dot(x, tl.trans(ax)))
+                acc += part * (ref[:, None] * a_s[None, :])
             else:
-                acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
+                if PREDEC:
+                    bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]), mask=n_valid[:, None], other=0.0)
+                elif ABLATE & 1:  # timing experiment only: bytes used as fp8 twice, no decode
+                    byte = tl.load(b_rows[:, None] + (kb * 64 + tl.arange(0, 64)[None, :]), mask=n_valid[:, None], other=0)
+                    bdec = tl.reshape(tl.join(byte, byte), [BN, 128]).to(tl.float8e4nv, bitcast=True)
+                else:
+                    bdec = _decode_block(b_rows, n_valid, KH, kb * 64, dexp[:, :, None], BN, 4, USE_ASM)
+                if SWAP:
+                    acc += tl.dot(bdec, tl.trans(a)) * (ref[:, None] * a_s[None, :])
+                else:
+                    acc += tl.dot(a, tl.trans(bdec)) * (a_s[:, None] * ref[None, :])
 
     if tl.max(bad_rows, axis=0) != 0:
         acc = _correct_tile(acc, a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, kb_lo, kb_hi, KH,
@@ -455,7 +495,7 @@ def grouped_gemm_kernel(
     BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, ZR: tl.constexpr, ZN: tl.constexpr,
     MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
     PREDEC: tl.constexpr = False, SPLIT_K: tl.constexpr = 1, ABLATE: tl.constexpr = 0,
-    CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False,
+    CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False, UNROLL: tl.constexpr = 1,
 ):
     """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g, SPLIT_K).
 
@@ -487,7 +527,7 @@ def grouped_gemm_kernel(
         for pid_m in range(split, num_m_used, M_SPLIT):
             _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
                        grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
-                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE, CORR_ASM, KPERM)
+                       BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE, CORR_ASM, KPERM, UNROLL)
     elif pid_k == 0:
         r0 = (pid - n_gemm) * ZR
         if r0 + ZR > mm:

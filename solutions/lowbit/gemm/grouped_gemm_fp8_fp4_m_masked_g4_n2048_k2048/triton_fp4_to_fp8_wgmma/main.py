@@ -230,6 +230,9 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if config.kperm and (not config.swap or config.predec or config.tiles or config.ablate):
         raise ValueError(f"config: kperm needs swap=True, predec=False, tiles=False, ablate=0, "
                          f"got {config}")
+    if config.unroll not in (1, 2) or (config.unroll == 2 and (not config.kperm or (kb // config.split_k) % 2)):
+        raise ValueError(f"config: unroll must be 1, or 2 with kperm=True and an even number of 128-K blocks "
+                         f"per split (k / 128 / split_k = {kb / config.split_k:g}), got {config}")
     if config.tiles and (not config.predec or config.swap or config.split_k != 1):
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
     # TMA and programmatic dependent launch need an NVIDIA GPU (not the interpreter); the
