@@ -393,8 +393,11 @@ def test_heuristic_regimes_and_tma_key():
         assert cfg.kperm == (bm > 0), (max_m, hint, cfg)
         assert not bm or (cfg.BM == bm and cfg.swap and not cfg.predec and cfg.split_k == split), (max_m, hint, cfg)
         assert not heur.choose_config(max_m, hint, 2048, (9, 0), one_pass=False).kperm
-    # K split in two only where k / 128 is even.
+    # K split in two only where k / 128 is even; two blocks per iteration where it is and K
+    # is not split.
     assert heur.choose_config(32, 24, 2048, (9, 0), k=384).split_k == 1
+    assert [heur.choose_config(m, h, 2048, (9, 0), k=k).unroll for m, h, k in
+            ((1, 1, None), (1, 1, 384), (32, 24, None), (4096, 12, 2048))] == [2, 1, 1, 2]
     # The decode pass takes 4 blocks per program where k / 128 allows, fewer otherwise.
     assert heur.choose_config(512, None, 2048, (9, 0)).decode_kb == 4
     assert heur.choose_config(512, None, 2048, (9, 0), k=384).decode_kb == 1

@@ -136,6 +136,8 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     The one-pass kernel's programs cover the hint's token tiles and walk the rest: a hint
     far below the rows costs time there (not correctness), which the two-pass kernel's
     one-program-per-tile grid does not. one_pass=False (or ONE_PASS) gives the two passes.
+    Ninth session (run 40): where K is not split, the one-pass loop takes two 128-K blocks
+    per iteration (unroll=2; k / 128 must be even).
     """
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
@@ -143,8 +145,14 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32
         bm = 16 if small_bucket and rows <= 16 else 32
-        split = small_bucket and bm == 32 and (k is None or (k // 128) % 2 == 0)
-        return Config(BM=bm, BN=64, swap=True, num_warps=4, num_stages=3, kperm=True, split_k=2 if split else 1)
+        even = k is None or (k // 128) % 2 == 0
+        split = small_bucket and bm == 32 and even
+        # Unsplit, two 128-K blocks per loop iteration (ninth session, run 40, H200 GPU us):
+        # max_m 1 11.6 -> 10.0, 16 12.3 -> 11.2, 4096 with ~20 rows 36.1 -> 35.5; with the
+        # split (255 registers a thread) 15.1 -> 15.6 at max_m 32, so not there.
+        unroll = 2 if even and not split else 1
+        return Config(BM=bm, BN=64, swap=True, num_warps=4, num_stages=3, kperm=True, split_k=2 if split else 1,
+                      unroll=unroll)
     if max_m <= 32:  # reached with one_pass=False only
         # A bucket of at most 32 rows: grouped_gemm_kernel's 64x32 tiles with 8 stages took
         # 17.3 / 18.0 / 17.8 us at max_m 1 / 16 / 32 in harness run G, the one-tile kernel
