@@ -17,6 +17,11 @@ lost on those tiles in harness run J.
 Sixth session: the sparse GEMM is also listed with 3 stages (72 KiB, 3 CTAs per SM by
 shared memory).
 
+Ninth session: run it with the GPU host's Triton (a venv with triton==3.6.0 and
+torch==2.13.0, both installable here; see README, Development): run 38's 128x128 tile as two
+column halves took 126 registers and no spill at a cap of 128 with 3.9, but spilled 1044
+bytes with 3.6 and ran 1.4-2x slower on the H200.
+
 Usage: python scripts/cpu_kernel_resources.py [--maxnreg N]
 """
 
