@@ -189,10 +189,13 @@ def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
     v = {"now": cfg, "two_pass": two_pass}
     if cfg.kperm:
         v["no_split" if cfg.split_k > 1 else "split2"] = rep(cfg, split_k=1 if cfg.split_k > 1 else 2)
-        # Ninth session, run 40: two 128-K blocks per iteration (independent chains).
-        v["u2"] = rep(cfg, unroll=2)
-        v["split2_u2" if cfg.split_k == 1 else "no_split_u2"] = rep(cfg, split_k=2 if cfg.split_k == 1 else 1,
-                                                                    unroll=2)
+        # Ninth session, run 40: two 128-K blocks per iteration (independent chains), taken
+        # unsplit; run 41: with 2 or 4 stages (each stage now holds two blocks).
+        pair = rep(cfg, unroll=2, split_k=1)
+        v["u1" if cfg.unroll == 2 else "u2"] = rep(cfg, unroll=1) if cfg.unroll == 2 else pair
+        v["u2_s2"] = rep(pair, num_stages=2)
+        v["u2_s4"] = rep(pair, num_stages=4)
+        v["split2_u2_s2"] = rep(pair, split_k=2, num_stages=2)
     else:
         rows = max(1, min(hint, max_m))
         v["one_pass_split2"] = config_cls(BM=16 if rows <= 16 else (32 if rows <= 32 else 64), BN=64, swap=True,
