@@ -43,13 +43,14 @@ SP = "sparse_gemm_fp4_fp8_n2048_k2048"
 REGS_PER_SM, SMEM_PER_SM, THREADS = 65536, 228 * 1024, 128  # H200; 4 warps per CTA
 
 
-def grouped_tile_config(kernel, bn, stages):
+def grouped_tile_config(kernel, bn, stages, row_ref=False):
     """(kernel, signature, constexprs, attrs, options) of grouped_tile_gemm_kernel, 64 x bn."""
     sig = {"a_ptr": "*fp8e4nv", "as_ptr": "*fp32", "b_ptr": "*u8", "bs_ptr": "*fp32", "mm_ptr": "*i32",
            "c_ptr": "*bf16", "bq_ptr": "*fp8e4nv", "ref_ptr": "*fp32",
            "a_desc": "tensordesc<fp8e4nv[64, 128]>", "bq_desc": f"tensordesc<fp8e4nv[{bn}, 128]>",
            "MAX_M": "i32", "N": "i32", "K": "i32"}
-    consts = dict(BM=64, BN=bn, TMA=True, MANUAL_RNE=False, USE_ASM=True, CORR_ASM=True, PLAIN=False, PDL=False)
+    consts = dict(BM=64, BN=bn, TMA=True, MANUAL_RNE=False, USE_ASM=True, CORR_ASM=True, PLAIN=False, PDL=False,
+                  ROW_REF=row_ref)
     # 16-byte aligned pointers and N, K divisible by 16, as in the definition's calls.
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 11, 12)}
     return kernel, sig, consts, attrs, {"num_warps": 4, "num_stages": stages}
@@ -103,6 +104,7 @@ def main():
     sparse = load_solution(SP, "lowbit", "triton_sparse_fp4_decode_wgmma", "kernel")
     configs = [(f"grouped 64x{bn}, {st} stages", grouped_tile_config(grouped, bn, st))
                for bn, st in ((32, 6), (64, 4), (128, 3))]
+    configs.append(("grouped 64x128, 3 stages, row_ref", grouped_tile_config(grouped, 128, 3, True)))
     configs += [(f"sparse 64x128x128, {st} stages, {'TMA' if tma else 'pointers'}",
                  sparse_gemm_config(sparse, tma, st)) for st in (4, 3) for tma in (True, False)]
     print(f"triton {triton.__version__} (the GPU host runs its own version), target sm_90a, 4 warps"

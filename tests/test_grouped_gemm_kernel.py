@@ -36,6 +36,10 @@ SPLITK_SWAP = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, sp
 TILES = heur.Config(BM=16, BN=32, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
 # Weight tiles wider than 32: their fallback tiles take the raw-code exact loop (kernel._exact_tile_raw).
 TILES128 = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
+# 128-wide tiles on a row-referenced decode pass (one multiplier per weight row, applied
+# after the GEMM's loop); tiles with a block that does not fold take the exact loop.
+TILES128_ROW = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True,
+                           row_ref=True)
 # 64-wide weight tiles: main loop + correction loop, no fallback guess.
 TILES64 = heur.Config(BM=16, BN=64, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
 # One pass, weights on the MMA's M side, B decoded in the prmt lookup's k order (A loaded in it).
@@ -47,7 +51,7 @@ KPERM_SPLITK2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, 
 KPERM_U2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, unroll=2)
 KPERM_SPLITK2_U2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=2, unroll=2)
 CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "kperm_splitk": KPERM_SPLITK, "kperm_splitk2": KPERM_SPLITK2, "kperm_u2": KPERM_U2,
-           "kperm_splitk2_u2": KPERM_SPLITK2_U2, "tiles": TILES, "tiles128": TILES128, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+           "kperm_splitk2_u2": KPERM_SPLITK2_U2, "tiles": TILES, "tiles128": TILES128, "tiles128_row": TILES128_ROW, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "predec_kb2": PREDEC_KB2, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -78,7 +82,7 @@ def check(a, a_s, b, b_s, mm, config):
 
 
 @pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm", "kperm_splitk2",
-                                    "predec_kb2", "kperm_u2"])
+                                    "predec_kb2", "kperm_u2", "tiles128_row"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -98,7 +102,8 @@ def test_max_m_zero_launches_nothing():
     main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(3, dtype=torch.int32), c)
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles", "kperm", "predec_kb2", "kperm_u2"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "predec", "tiles", "kperm", "predec_kb2", "kperm_u2",
+                                    "tiles128_row"])
 def test_ue8m0_moderate_spread_fast_path(orient):
     # Powers of two spread over up to 11 binades inside one 128-block: folded (spread up to
     # kernel.FOLD_SPREAD) or corrected exactly (wider), both in one tile.
@@ -108,7 +113,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64", "kperm", "kperm1d", "kperm_splitk"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64", "kperm", "kperm1d", "kperm_splitk", "tiles128_row"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)
@@ -139,6 +144,29 @@ def test_two_blocks_per_iteration_need_an_even_block_count():
     a, a_s, b, b_s = make(1, 4, 32, 384)
     with pytest.raises(ValueError, match="unroll"):
         call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32), KPERM_U2)
+
+
+@pytest.mark.parametrize("first_block_low", [False, True])
+def test_row_referenced_decode_with_blocks_outside_the_window(first_block_low):
+    # The row multiplier comes from the first block's largest scale with ROW_HEADROOM
+    # binades above it; blocks more than that above, or 11 binades below the reference, are
+    # left unfolded (ref = -1) and their tiles take the exact loop; a row whose first block
+    # has no power of two folds nothing. Rows past n in the last tile.
+    a, a_s, b, b_s = make(2, 20, 150, 512, seed=25)
+    b_s = b_s.clone()
+    b_s[0, 5, 8:12] *= 2.0 ** 6        # block 2 above the window
+    b_s[0, 130, 4:8] *= 2.0 ** -13     # block 1 below it (the second row tile)
+    b_s[1, 7, :4] = -1.0 / 64          # no power of two in the first block
+    if first_block_low:                # the whole tensor's first blocks 3 binades low
+        b_s[:, :, :4] *= 2.0 ** -3
+    c = check(a, a_s, b, b_s, torch.tensor([20, 13], dtype=torch.int32), TILES128_ROW)
+    assert torch.isfinite(c.float()).all()
+
+
+def test_row_ref_needs_128_wide_tiles():
+    a, a_s, b, b_s = make(1, 4, 64, 256)
+    with pytest.raises(ValueError, match="row_ref"):
+        call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32), dataclasses.replace(TILES64, row_ref=True))
 
 
 def test_heuristic_decode_shape_with_fallback_scales():

@@ -61,6 +61,8 @@ class Config:
     kperm: bool = False    # one pass, swap: B decoded in the prmt lookup's own k order (no
                            # shuffle before wgmma), A loaded in that order
     unroll: int = 1        # kperm: 128-K blocks per loop iteration (2: two independent chains)
+    row_ref: bool = False  # tiles, BN 128: decode each weight row against one multiplier, and
+                           # the GEMM's lean loop that applies it after the loop (_row_scaled_tile)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -71,7 +73,7 @@ class Config:
     def tile_kwargs(self):
         """grouped_tile_gemm_kernel's constexprs and compile options."""
         return dict(BM=self.BM, BN=self.BN, TMA=self.tma, USE_ASM=self.use_asm, PLAIN=self.ablate != 0,
-                    PDL=self.pdl, num_warps=self.num_warps, num_stages=self.num_stages,
+                    PDL=self.pdl, ROW_REF=self.row_ref, num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"launch_pdl": True} if self.pdl else {}),
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 

@@ -241,6 +241,40 @@ def _fold_scales_2d(s):
     return row_ok, dexp, ref
 
 
+# Binades above the largest scale of a row's first block that the row multiplier leaves
+# room for (ROW_REF: the decode pass folds every block of a row against one multiplier).
+ROW_HEADROOM = tl.constexpr(3)
+
+
+@triton.jit
+def _row_ref_bits(s0):
+    """The bits of a row's reference scale 2^(e0 + ROW_HEADROOM), e0 the largest exponent
+    among the positive normal powers of two of its first block's four scales s0 [P, 4]
+    (0 where there is none: then no block of the row folds). Every decode program reads
+    the same first block, so all of a row's blocks agree on it."""
+    sb = s0.to(tl.int32, bitcast=True)
+    pow2 = ((sb & 0x7FFFFF) == 0) & (sb > 0) & (sb < 0x7F800000)
+    e0 = tl.max(tl.where(pow2, sb, 0), axis=1)
+    return tl.where((e0 > 0) & (e0 < 0x7F800000 - ROW_HEADROOM * 0x800000), e0 + ROW_HEADROOM * 0x800000, 0)
+
+
+@triton.jit
+def _fold_scales_row(s, rbits):
+    """_fold_scales_2d against the row's reference scale (bits rbits from _row_ref_bits)
+    instead of the block's own largest: a block folds when it would on its own and its
+    scales lie within [ref / 2^11, ref], so that the addends d = e - e_ref + 6 stay in
+    [-5, 6] (normal e4m3 values). -> (row_ok, dexp (0 where it does not fold), ref = R =
+    ref scale * 2^-6, the same for every block of the row that folds)."""
+    row_ok, _, _ = _fold_scales_2d(s)
+    sb = s.to(tl.int32, bitcast=True)
+    bmax = tl.max(sb, axis=1)
+    bmin = tl.min(sb, axis=1)
+    row_ok = row_ok & (rbits > 0) & (bmax <= rbits) & (bmin >= rbits - 11 * 0x800000)
+    dexp = tl.where(row_ok[:, None], (sb >> 20) - (rbits >> 20)[:, None] + 48, 0)
+    ref = tl.where(row_ok, rbits.to(tl.float32, bitcast=True) * 0.015625, 0.0)
+    return row_ok, dexp, ref
+
+
 @triton.jit
 def _load_fold(bs_rows, n_valid, kb, FOLD2D: tl.constexpr):
     """Load the 4 scales of K block kb for each row and fold them (see _fold_scales)."""
@@ -623,6 +657,39 @@ def _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_de
 
 
 @triton.jit
+def _row_scaled_tile(a_ptr, as_ptr, bq_ptr, ref_ptr, a_desc, bq_desc, grp, grp64, pid_m, pid_n, offs_m, offs_n,
+                     m_valid, tile_ref, MAX_M, N, K, BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr):
+    """The FP8 main loop of a tile whose weight rows were decoded against one multiplier per
+    row (decode_b_kernel with ROW_REF: ref[g, kb, n] = that row's R for every block that
+    folded): -> (acc without R, any block of the tile did not fold).
+
+    The promotion then needs only the tokens' a_scale, times tile_ref (a power of two, the
+    tile's largest R, which keeps the sums at the magnitudes a per-block multiplier would);
+    the caller applies R / tile_ref per column once, after the loop. Against _folded_tile:
+    no [BN] multiplier and its prefetch in the loop (a 128-wide vector is 32 registers a
+    thread in the MMA layout), one FFMA per element instead of an FMUL and an FFMA (Triton
+    3.6: 155 SASS instructions per step against 228, 151 registers against 236). A block that
+    did not fold holds raw codes in bq, which this loop would add unscaled: the flag (from
+    ref, loaded as a compact vector) sends the tile to the exact loop instead."""
+    KB = K // 128
+    a_rows, q_rows = _block_rows(a_ptr, bq_ptr, grp64, offs_m, offs_n, MAX_M, N, K)
+    as_rows = _as_rows(as_ptr, grp64, offs_m, MAX_M, K)
+    offs_c = pid_n * BN + tl.arange(0, BN)
+    ref_c = ref_ptr + grp64 * KB * N + offs_c
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    bad = tl.zeros((BN,), dtype=tl.int32)
+    # a_scale feeds the promotion, not the dot: loaded one block ahead by hand.
+    a_s_next = tl.load(as_rows, mask=m_valid, other=0.0) * tile_ref
+    for kb in range(0, KB):
+        a, bdec = _load_block(a_desc, bq_desc, a_rows, q_rows, grp, pid_m, pid_n, kb, MAX_M, N, BM, BN, TMA)
+        a_s = a_s_next
+        a_s_next = tl.load(as_rows + tl.minimum(kb + 1, KB - 1), mask=m_valid, other=0.0) * tile_ref
+        bad = bad | (tl.load(ref_c + kb * N, mask=offs_c < N, other=0.0) < 0.0).to(tl.int32)
+        acc += tl.dot(a, tl.trans(bdec)) * a_s[:, None]
+    return acc, tl.max(bad, axis=0) != 0
+
+
+@triton.jit
 def _k_quarters(x, R: tl.constexpr):
     """[R, 128] -> its four [R, 32] column blocks (k 0-31, 32-63, 64-95, 96-127)."""
     y = tl.reshape(tl.permute(tl.reshape(x, [R, 4, 32]), (0, 2, 1)), [R, 32, 2, 2])  # [r, c, p, q]: k = 32(2p+q) + c
@@ -713,7 +780,7 @@ def grouped_tile_gemm_kernel(
     MAX_M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
-    PDL: tl.constexpr = False,
+    PDL: tl.constexpr = False, ROW_REF: tl.constexpr = False,
 ):
     """Pass 2 (the heuristic's choice from max_m 33): grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g),
     one output tile per program, token tiles fastest, so the programs that share a weight tile
@@ -727,6 +794,8 @@ def grouped_tile_gemm_kernel(
     TMA (GPU, sm_90+): A and bq come through host-made tensor descriptors over the 2-D views
     [g * MAX_M, K] and [g * N, K] (rows past a group's end belong to the next group or are
     zero-filled, and are never stored). PLAIN: timing experiment only (no scales; wrong).
+    ROW_REF (128-wide tiles, with decode_b_kernel's ROW_REF): _row_scaled_tile's lean loop,
+    the exact raw-code loop for tiles with a block that did not fold (no correction loop).
     Scales: see the module docstring (the first-block guess and its exact loops are below).
     PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
     while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
@@ -763,6 +832,22 @@ def grouped_tile_gemm_kernel(
         # tensors at a time): it skips the FP8 main loop, whose every block the correction
         # loop would redo, and runs an exact K=32 loop over all of K instead. Exact either
         # way; only the speed depends on the guess.
+        elif ROW_REF:
+            # 128-wide tiles on a row-referenced decode: the lean loop where every block
+            # folded; otherwise (found from the first block before it, or by its flag after)
+            # the exact raw-code loop, as for a fallback tile.
+            tile_ref = tl.max(ref_first, axis=0)
+            exact = (tl.min(ref_first, axis=0) < 0.0) | (tile_ref == 0.0)
+            if not exact:
+                acc, exact = _row_scaled_tile(a_ptr, as_ptr, bq_ptr, ref_ptr, a_desc, bq_desc, grp, grp64, pid_m,
+                                              pid_n, offs_m, offs_n, m_valid, tile_ref, MAX_M, N, K, BM, BN, TMA)
+                # R per column from the last block's ref (the same R in a tile whose blocks
+                # all folded; the first block's, loaded above, would be kept across the loop).
+                acc = acc * (tl.load(ref_rows + (KB - 1) * N, mask=n_valid, other=0.0) / tile_ref)[None, :]
+            if exact:
+                acc = _exact_tile_raw(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
+                                      _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
+                                      m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
         elif tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0:
             acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
@@ -806,7 +891,8 @@ def _decode_words(w, d, USE_ASM: tl.constexpr):
 
 @triton.jit
 def decode_b_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: tl.constexpr,
-                    USE_ASM: tl.constexpr, PDL: tl.constexpr = False, KPER: tl.constexpr = 1):
+                    USE_ASM: tl.constexpr, PDL: tl.constexpr = False, KPER: tl.constexpr = 1,
+                    ROW_REF: tl.constexpr = False):
     """Pass 1 of the two-pass path: grid (cdiv(N, BR), K / (128 KPER), g), one [BR rows,
     KPER x 128 K] block per program and no loop, so the whole grid streams B at once.
 
@@ -827,12 +913,12 @@ def decode_b_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: tl
     if tl.minimum(tl.load(mm_ptr + grp), MAX_M) > 0:
         _decode_b_block(bw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), bs_ptr,
                         qw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), ref_ptr, grp.to(tl.int64), N, K,
-                        BR, USE_ASM, KPER)
+                        BR, USE_ASM, KPER, ROW_REF)
 
 
 @triton.jit
 def _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp64, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr,
-                    KPER: tl.constexpr = 1):
+                    KPER: tl.constexpr = 1, ROW_REF: tl.constexpr = False):
     """decode_b_kernel's block (program ids 0 and 1: weight-row block and KPER 128-K blocks).
     The BR x KPER (row, block) pairs are handled as BR * KPER rows of one 128-K block each,
     a row's KPER blocks adjacent (64 * KPER contiguous bytes), so every load of the program
@@ -846,8 +932,12 @@ def _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp64, N, K, BR: tl.constex
     rows = offs_n.to(tl.int64)
     bs_rows = bs_ptr + grp64 * N * KS + rows * KS
     s = tl.load(bs_rows[:, None] + (kb * 4)[:, None] + tl.arange(0, 4)[None, :], mask=n_valid[:, None], other=1.0)
-    row_ok, dexp, ref = _fold_scales_2d(s)
-    dexp = tl.where(row_ok[:, None], dexp, 0)  # rows that do not fold keep their raw codes
+    if ROW_REF:
+        s0 = tl.load(bs_rows[:, None] + tl.arange(0, 4)[None, :], mask=n_valid[:, None], other=1.0)
+        row_ok, dexp, ref = _fold_scales_row(s, _row_ref_bits(s0))
+    else:
+        row_ok, dexp, ref = _fold_scales_2d(s)
+        dexp = tl.where(row_ok[:, None], dexp, 0)  # rows that do not fold keep their raw codes
     # 16 words of 8 codes per (row, block), loaded as one [BR * KPER, 16] tile (a [BR, 4, 4]
     # load used half of every 32-byte sector, measured with ncu); word j has the scale of
     # group j // 4.

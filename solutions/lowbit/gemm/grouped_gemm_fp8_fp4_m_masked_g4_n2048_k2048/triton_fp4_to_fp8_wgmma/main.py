@@ -233,6 +233,10 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if config.unroll not in (1, 2) or (config.unroll == 2 and (not config.kperm or (kb // config.split_k) % 2)):
         raise ValueError(f"config: unroll must be 1, or 2 with kperm=True and an even number of 128-K blocks "
                          f"per split (k / 128 / split_k = {kb / config.split_k:g}), got {config}")
+    if config.row_ref and (not config.tiles or config.BN != 128 or config.ablate):
+        # The 32- and 64-wide tiles' correction loops refold each block by itself, which a
+        # row-referenced decode pass (it folds fewer blocks) would not agree with.
+        raise ValueError(f"config: row_ref needs tiles=True, BN=128 and ablate=0, got {config}")
     if config.tiles and (not config.predec or config.swap or config.split_k != 1):
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
     # TMA and programmatic dependent launch need an NVIDIA GPU (not the interpreter); the
@@ -319,7 +323,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
                      (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
                      dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
-                          KPER=cfg.decode_kb, num_warps=cfg.decode_warps), aligned)
+                          KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
     if cfg.tiles:
         consts, a_desc, q_desc = plan.consts, c, c
         if cfg.tma and aligned:
