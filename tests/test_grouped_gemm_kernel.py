@@ -169,16 +169,19 @@ def test_row_ref_needs_128_wide_tiles():
         call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32), dataclasses.replace(TILES64, row_ref=True))
 
 
-def test_heuristic_decode_shape_with_fallback_scales():
+@pytest.mark.parametrize("hint", [30, 300])
+def test_heuristic_decode_shape_with_fallback_scales(hint):
     # The decode pass as the heuristic launches it (DECODE_ROWS rows x DECODE_KB blocks), on
     # rows whose scales do not fold in some blocks (ref = -1 there, fixed by the GEMM's
-    # correction loop) and a row count that is no multiple of its row block.
+    # correction loop, or by the exact loop on the 128-wide row-referenced tiles a hint of
+    # 300 rows picks) and a row count that is no multiple of its row block.
     a, a_s, b, b_s = make(2, 40, 100, 512, seed=16)
     b_s = b_s.clone()
     b_s[0, 5, 2] = -0.25               # block 0, inside a 4-block program
     b_s[0, 97, 13] *= 2.0 ** 20        # block 3, a row of the last, partial row block
     b_s[1, 30, 8] = 0.0                # block 2
-    cfg = dataclasses.replace(heur.choose_config(40, 30, 100, k=512), tma=False, pdl=False)
+    cfg = dataclasses.replace(heur.choose_config(40 if hint < 40 else 512, hint, 100, k=512), tma=False, pdl=False)
+    assert cfg.row_ref == (hint >= 256)
     assert cfg.predec and cfg.decode_kb == heur.DECODE_KB and cfg.decode_rows == heur.DECODE_ROWS
     check(a, a_s, b, b_s, torch.tensor([40, 7], dtype=torch.int32), cfg)
 
@@ -440,6 +443,9 @@ def test_heuristic_regimes_and_tma_key():
     # 512 full is 512 tiles, two waves on 132 SMs either way; 2048 rows (hint 1830) 1856.
     assert heur.choose_config(512, None, 2048, (9, 0)).maxnreg == 0
     assert heur.choose_config(2048, 1830, 2048, (9, 0)).maxnreg == 168
+    # The row-referenced decode and lean loop on the 128-wide tiles only.
+    assert [heur.choose_config(m, h, 2048, (9, 0)).row_ref for m, h in ((512, None), (2048, 1830), (200, 123),
+                                                                       (128, 25))] == [True, True, False, False]
     assert heur.choose_config(2048, 1830, 2048, (8, 0)).maxnreg == 0
     assert heur.three_ctas_pay(768, 132) and not heur.three_ctas_pay(512, 132)
     from triton.tools.tensor_descriptor import TensorDescriptor

@@ -177,9 +177,13 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     # the GPU time. On 64x32 tiles pointer loads cost no GPU time (run 20: 0.2-0.7 us faster at
     # max_m 64-256); on 64x64 tiles they cost 6-13 us (harness run I: max_m 200 33.2 against
     # 22.3, max_m 4096 e = 192 61.3 against 48.7), on 64x128 3-8 us (run 20).
+    # 128-wide tiles decode each weight row against one multiplier and apply it after the
+    # GEMM's loop (row_ref; ninth session, run 42, H200 GPU us with the same register caps):
+    # max_m 512 full 35.2 -> 33.4, ~260 rows 27.4 -> 25.7, 1024 46.3 -> 43.8, 2048 80.8 ->
+    # 74.5, 4096 with ~870 rows 68.5 -> 64.0.
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
                   decode_rows=DECODE_ROWS, decode_kb=_decode_kb(k), decode_warps=DECODE_WARPS,
-                  tma=sm90 and bn >= 64, pdl=sm90 and PDL, maxnreg=maxnreg if sm90 else 0)
+                  tma=sm90 and bn >= 64, pdl=sm90 and PDL, maxnreg=maxnreg if sm90 else 0, row_ref=bn == 128)
 
 ZR, ZN = 16, 256   # zero programs: rows each, columns per store
 
