@@ -105,6 +105,7 @@ def main():
     configs = [(f"grouped 64x{bn}, {st} stages", grouped_tile_config(grouped, bn, st))
                for bn, st in ((32, 6), (64, 4), (128, 3))]
     configs.append(("grouped 64x128, 3 stages, row_ref", grouped_tile_config(grouped, 128, 3, True)))
+    configs.append(("grouped 64x64, 4 stages, row_ref", grouped_tile_config(grouped, 64, 4, True)))
     configs += [(f"sparse 64x128x128, {st} stages, {'TMA' if tma else 'pointers'}",
                  sparse_gemm_config(sparse, tma, st)) for st in (4, 3) for tma in (True, False)]
     print(f"triton {triton.__version__} (the GPU host runs its own version), target sm_90a, 4 warps"

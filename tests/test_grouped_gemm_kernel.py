@@ -40,6 +40,8 @@ TILES128 = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, pre
 # after the GEMM's loop); tiles with a block that does not fold take the exact loop.
 TILES128_ROW = heur.Config(BM=16, BN=128, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True,
                            row_ref=True)
+TILES64_ROW = heur.Config(BM=16, BN=64, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True,
+                          row_ref=True)
 # 64-wide weight tiles: main loop + correction loop, no fallback guess.
 TILES64 = heur.Config(BM=16, BN=64, swap=False, num_warps=4, num_stages=1, predec=True, tiles=True)
 # One pass, weights on the MMA's M side, B decoded in the prmt lookup's k order (A loaded in it).
@@ -51,7 +53,7 @@ KPERM_SPLITK2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, 
 KPERM_U2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, unroll=2)
 KPERM_SPLITK2_U2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=1, kperm=True, split_k=2, unroll=2)
 CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "kperm_splitk": KPERM_SPLITK, "kperm_splitk2": KPERM_SPLITK2, "kperm_u2": KPERM_U2,
-           "kperm_splitk2_u2": KPERM_SPLITK2_U2, "tiles": TILES, "tiles128": TILES128, "tiles128_row": TILES128_ROW, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
+           "kperm_splitk2_u2": KPERM_SPLITK2_U2, "tiles": TILES, "tiles128": TILES128, "tiles128_row": TILES128_ROW, "tiles64_row": TILES64_ROW, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "predec_kb2": PREDEC_KB2, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
 
 
@@ -82,7 +84,7 @@ def check(a, a_s, b, b_s, mm, config):
 
 
 @pytest.mark.parametrize("orient", ["normal", "swap", "split", "fold1d", "predec", "splitk", "tiles", "kperm", "kperm_splitk2",
-                                    "predec_kb2", "kperm_u2", "tiles128_row"])
+                                    "predec_kb2", "kperm_u2", "tiles128_row", "tiles64_row"])
 @pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
 def test_masked_rows(orient, masked):
     # max_m 41 and n 96: neither a multiple of the tiles.
@@ -113,7 +115,7 @@ def test_ue8m0_moderate_spread_fast_path(orient):
     check(a, a_s, b, b_s, torch.tensor([24, 13], dtype=torch.int32), CONFIGS[orient])
 
 
-@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64", "kperm", "kperm1d", "kperm_splitk", "tiles128_row"])
+@pytest.mark.parametrize("orient", ["normal", "swap", "fold1d", "fold1dn", "predec", "splitk_swap", "tiles", "tiles64", "kperm", "kperm1d", "kperm_splitk", "tiles128_row", "tiles64_row"])
 def test_wide_and_non_power_of_two_scales_fallback(orient):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)
@@ -146,8 +148,9 @@ def test_two_blocks_per_iteration_need_an_even_block_count():
         call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32), KPERM_U2)
 
 
+@pytest.mark.parametrize("orient", ["tiles128_row", "tiles64_row"])
 @pytest.mark.parametrize("first_block_low", [False, True])
-def test_row_referenced_decode_with_blocks_outside_the_window(first_block_low):
+def test_row_referenced_decode_with_blocks_outside_the_window(first_block_low, orient):
     # The row multiplier comes from the first block's largest scale with ROW_HEADROOM
     # binades above it; blocks more than that above, or 11 binades below the reference, are
     # left unfolded (ref = -1) and their tiles take the exact loop; a row whose first block
@@ -159,14 +162,14 @@ def test_row_referenced_decode_with_blocks_outside_the_window(first_block_low):
     b_s[1, 7, :4] = -1.0 / 64          # no power of two in the first block
     if first_block_low:                # the whole tensor's first blocks 3 binades low
         b_s[:, :, :4] *= 2.0 ** -3
-    c = check(a, a_s, b, b_s, torch.tensor([20, 13], dtype=torch.int32), TILES128_ROW)
+    c = check(a, a_s, b, b_s, torch.tensor([20, 13], dtype=torch.int32), CONFIGS[orient])
     assert torch.isfinite(c.float()).all()
 
 
-def test_row_ref_needs_128_wide_tiles():
+def test_row_ref_needs_64_or_128_wide_tiles():
     a, a_s, b, b_s = make(1, 4, 64, 256)
     with pytest.raises(ValueError, match="row_ref"):
-        call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32), dataclasses.replace(TILES64, row_ref=True))
+        call(a, a_s, b, b_s, torch.tensor([4], dtype=torch.int32), dataclasses.replace(TILES, row_ref=True))
 
 
 @pytest.mark.parametrize("hint", [30, 300])

@@ -824,7 +824,18 @@ def grouped_tile_gemm_kernel(
             gdc_wait()  # bq and ref come from the decode pass
         ref_rows = ref_ptr + grp64 * KB * N + offs_n
         ref_first = tl.load(ref_rows, mask=n_valid, other=0.0)
-        if BN == 64:
+        if ROW_REF and BN == 64:
+            tile_ref = tl.max(ref_first, axis=0)
+            exact = (tl.min(ref_first, axis=0) < 0.0) | (tile_ref == 0.0)
+            if not exact:
+                acc, exact = _row_scaled_tile(a_ptr, as_ptr, bq_ptr, ref_ptr, a_desc, bq_desc, grp, grp64, pid_m,
+                                              pid_n, offs_m, offs_n, m_valid, tile_ref, MAX_M, N, K, BM, BN, TMA)
+                acc = acc * (tl.load(ref_rows + (KB - 1) * N, mask=n_valid, other=0.0) / tile_ref)[None, :]
+            if exact:
+                acc = _exact_tile_raw(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
+                                      _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
+                                      m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
+        elif BN == 64:
             # 64-wide tiles keep the fourth session's flow (main loop, then the correction
             # loop): with the fallback guess below, three workloads on them ran 3.6-9.4 us
             # slower (harness run J against run H): compiled in, the exact loops take the
