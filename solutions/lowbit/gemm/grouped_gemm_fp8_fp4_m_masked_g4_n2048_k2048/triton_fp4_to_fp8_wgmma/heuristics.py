@@ -61,8 +61,8 @@ class Config:
     kperm: bool = False    # one pass, swap: B decoded in the prmt lookup's own k order (no
                            # shuffle before wgmma), A loaded in that order
     unroll: int = 1        # kperm: 128-K blocks per loop iteration (2: two independent chains)
-    row_ref: bool = False  # tiles, BN 128: decode each weight row against one multiplier, and
-                           # the GEMM's lean loop that applies it after the loop (_row_scaled_tile)
+    row_ref: bool = False  # tiles, BN 64 or 128: decode each weight row against one multiplier,
+                           # and the GEMM's lean loop that applies it after the loop (_row_scaled_tile)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -180,7 +180,8 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     # 128-wide tiles decode each weight row against one multiplier and apply it after the
     # GEMM's loop (row_ref; ninth session, run 42, H200 GPU us with the same register caps):
     # max_m 512 full 35.2 -> 33.4, ~260 rows 27.4 -> 25.7, 1024 46.3 -> 43.8, 2048 80.8 ->
-    # 74.5, 4096 with ~870 rows 68.5 -> 64.0.
+    # 74.5, 4096 with ~870 rows 68.5 -> 64.0. On the 64-wide tiles it moved -1.2..+0.4 (run
+    # 43), so they keep the per-block decode.
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True,
                   decode_rows=DECODE_ROWS, decode_kb=_decode_kb(k), decode_warps=DECODE_WARPS,
                   tma=sm90 and bn >= 64, pdl=sm90 and PDL, maxnreg=maxnreg if sm90 else 0, row_ref=bn == 128)

@@ -26,9 +26,9 @@ Scales, per 128-wide K block and per weight row n:
 - in grouped_tile_gemm_kernel, a 32- or 128-wide tile none of whose rows folds its first block
   skips the main loop and runs an exact K=32 loop over all of K instead (fallback scales come
   whole tensors at a time, and then the main loop's work would all be redone).
-- 128-wide tiles (ROW_REF, ninth session): the decode pass folds each weight row against one
-  multiplier R taken from the row's first block (ROW_HEADROOM binades above its largest
-  scale), ref = R for every block that folds; the GEMM promotes with a_scale alone and
+- 128-wide tiles (ROW_REF, ninth session; 64-wide ones optionally): the decode pass folds
+  each weight row against one multiplier R taken from the row's first block (ROW_HEADROOM
+  binades above its largest scale), ref = R for every block that folds; the GEMM promotes with a_scale alone and
   applies R per column after the loop; a tile with any block that did not fold takes the
   exact K=32 loop instead of the correction loop.
 
@@ -799,8 +799,10 @@ def grouped_tile_gemm_kernel(
     TMA (GPU, sm_90+): A and bq come through host-made tensor descriptors over the 2-D views
     [g * MAX_M, K] and [g * N, K] (rows past a group's end belong to the next group or are
     zero-filled, and are never stored). PLAIN: timing experiment only (no scales; wrong).
-    ROW_REF (128-wide tiles, with decode_b_kernel's ROW_REF): _row_scaled_tile's lean loop,
-    the exact raw-code loop for tiles with a block that did not fold (no correction loop).
+    ROW_REF (64- or 128-wide tiles, with decode_b_kernel's ROW_REF): _row_scaled_tile's lean
+    loop, the exact raw-code loop for tiles with a block that did not fold (no correction
+    loop). The heuristic takes it for the 128-wide tiles (run 42); on 64-wide ones it was
+    within noise (run 43).
     Scales: see the module docstring (the first-block guess and its exact loops are below).
     PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
     while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
