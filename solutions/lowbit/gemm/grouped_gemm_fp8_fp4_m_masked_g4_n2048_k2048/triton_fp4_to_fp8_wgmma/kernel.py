@@ -28,9 +28,9 @@ Scales, per 128-wide K block and per weight row n:
   whole tensors at a time, and then the main loop's work would all be redone).
 - 128-wide tiles (ROW_REF, ninth session; 64-wide ones optionally): the decode pass folds
   each weight row against one multiplier R taken from the row's first block (ROW_HEADROOM
-  binades above its largest scale), ref = R for every block that folds; the GEMM promotes with a_scale alone and
-  applies R per column after the loop; a tile with any block that did not fold takes the
-  exact K=32 loop instead of the correction loop.
+  binades above its largest scale), ref = R for every block that folds; the GEMM promotes
+  with a_scale alone and applies R per column after the loop; a tile with any block that
+  did not fold takes the exact K=32 loop instead of the correction loop.
 
 The fp8 MMA's partial sums are promoted to fp32 once per 128-K block
 (acc += dot(...) * scale), never accumulated across blocks inside the MMA.
