@@ -107,8 +107,9 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     grouped_gemm_kernel, 18.3 here). One warpgroup per tile; the tile width follows the hint:
     - from 256 rows: 64x128, 3 stages (runs 13-14: 37.4 us at max_m 512 full against 46.8
       with 128x128 and two warpgroups; two or three CTAs per SM overlap one CTA's fp32
-      promotion with another's MMA), its 228 registers capped at 168 (3 CTAs per SM instead
-      of 2) when the hint's tiles then take fewer waves on num_sms SMs (three_ctas_pay);
+      promotion with another's MMA), its registers (210 with row_ref, Triton 3.6) capped at
+      168 (3 CTAs per SM instead of 2) when the hint's tiles then take fewer waves on
+      num_sms SMs (three_ctas_pay);
     - up to 32 rows with max_m <= 512: 64x32, 6 stages (twice the CTAs of 64x64 for the few
       rows; beyond max_m 512 its zero tiles cost more: 49.4 against 44.2 us at max_m 4096),
       with pointer loads (TMA's per-launch host cost buys no GPU time there, run 20);
