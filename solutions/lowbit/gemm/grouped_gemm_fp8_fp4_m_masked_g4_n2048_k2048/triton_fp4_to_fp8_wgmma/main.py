@@ -234,8 +234,9 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         raise ValueError(f"config: unroll must be 1, or 2 with kperm=True and an even number of 128-K blocks "
                          f"per split (k / 128 / split_k = {kb / config.split_k:g}), got {config}")
     if config.row_ref and (not config.tiles or config.BN not in (64, 128) or config.ablate):
-        # The 32-wide tiles' exact loop reads the decode pass's ref per block, which a
-        # row-referenced decode (it folds fewer blocks) also serves, but it is unmeasured.
+        # Only the 64- and 128-wide tiles have the row-referenced loop; the 32-wide tiles'
+        # correction loop refolds each block by itself and would skip blocks that a
+        # row-referenced decode pass left unfolded.
         raise ValueError(f"config: row_ref needs tiles=True, BN 64 or 128 and ablate=0, got {config}")
     if config.tiles and (not config.predec or config.swap or config.split_k != 1):
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
