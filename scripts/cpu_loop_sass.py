@@ -3,18 +3,19 @@
 The one-pass few-row kernel (grouped_gemm_kernel with kperm) is issue-bound: one warp per
 scheduler, each 128-K step a chain of ~350-450 dependent instructions (eighth session, run
 34). This compiles it as the heuristic launches it (64 weight rows by BM tokens, 4 warps, 3
-stages, PTX decode), disassembles the cubin with the wheel's nvdisasm, finds the K loop (the
-basic block holding the wgmma instructions) and prints its instruction count and mix, and
-with --by-line the source lines that emit them.
+stages, PTX decode; one 128-K block per iteration, or two with --unroll 2, the heuristic's
+choice where K is not split), disassembles the cubin with the wheel's nvdisasm, finds the K
+loop (the basic block holding the wgmma instructions) and prints its instruction count and
+mix per iteration, and with --by-line the source lines that emit them.
 
 Count with the GPU host's Triton (3.6 there; the CPU machine's 3.9 emits ~25% fewer
 instructions for the same source): `pip download triton==3.6.0` works here, so a venv with
 that wheel and torch==2.13.0 reproduces the device's compiler:
     python -m venv /tmp/tr36 && /tmp/tr36/bin/pip install triton==3.6.0 torch==2.13.0
-    PYTHONPATH=src /tmp/tr36/bin/python scripts/cpu_loop_sass.py [--bm 16|32] [--by-line]
+    PYTHONPATH=src /tmp/tr36/bin/python scripts/cpu_loop_sass.py [--bm 16|32] [--unroll 1|2] [--by-line]
 Ninth session (Triton 3.6): 447 -> 356 instructions per step at BM 16, 502 -> 392 at BM 32,
 from the scale fold on the scales' bit patterns and unmasked loads (docs/kernels/grouped_gemm.md,
-run 39).
+run 39); with --unroll 2, 561 per iteration of two blocks at BM 16 (run 40).
 """
 
 import argparse
@@ -37,13 +38,13 @@ LABEL = re.compile(r"^\.L_x_\d+:")
 SOURCE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
-def one_pass_sass(bm: int) -> str:
+def one_pass_sass(bm: int, unroll: int) -> str:
     kernel = load_solution(GR, "lowbit", "triton_fp4_to_fp8_wgmma", "kernel").grouped_gemm_kernel
     sig = {"a_ptr": "*fp8e4nv", "as_ptr": "*fp32", "b_ptr": "*u8", "bs_ptr": "*fp32", "mm_ptr": "*i32",
            "c_ptr": "*bf16", "bq_ptr": "*fp8e4nv", "ref_ptr": "*fp32", "part_ptr": "*fp32", "tick_ptr": "*i32",
            "MAX_M": "i32", "N": "i32", "K": "i32", "M_SPLIT": "i32"}
     consts = dict(BM=bm, BN=64, SWAP=True, ZR=16, ZN=256, MANUAL_RNE=False, USE_ASM=True, FOLD2D=True,
-                  PREDEC=False, SPLIT_K=1, ABLATE=0, CORR_ASM=True, KPERM=True)
+                  PREDEC=False, SPLIT_K=1, ABLATE=0, CORR_ASM=True, KPERM=True, UNROLL=unroll)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12)}
     ck = compile_for_sm90(kernel, sig, consts, attrs, {"num_warps": 4, "num_stages": 3})
     nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
@@ -57,9 +58,10 @@ def one_pass_sass(bm: int) -> str:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bm", type=int, default=16, help="token tile (16: up to 16 rows, 32: 17-32)")
+    ap.add_argument("--unroll", type=int, default=1, choices=(1, 2), help="128-K blocks per loop iteration")
     ap.add_argument("--by-line", action="store_true", help="also the instructions per source line")
     args = ap.parse_args()
-    lines = one_pass_sass(args.bm).splitlines()
+    lines = one_pass_sass(args.bm, args.unroll).splitlines()
     mma = next(i for i, line in enumerate(lines) if "GMMA" in line)
     lo = max(i for i in range(mma) if LABEL.match(lines[i]))
     hi = min(i for i in range(mma, len(lines)) if LABEL.match(lines[i]))
@@ -72,7 +74,7 @@ def main():
             ops[m.group(2)] += 1
             by_line[where] += 1
     print(f"triton {triton.__version__}, sm_90a, one-pass loop BM={args.bm}: {sum(ops.values())} SASS "
-          f"instructions per 128-K step")
+          f"instructions per iteration ({args.unroll} x 128 K)")
     print(" ".join(f"{op}:{n}" for op, n in ops.most_common()))
     if args.by_line:
         for where, n in by_line.most_common(16):

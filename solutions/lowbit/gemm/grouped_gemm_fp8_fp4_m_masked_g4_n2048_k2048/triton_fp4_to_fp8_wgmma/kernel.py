@@ -187,7 +187,7 @@ def _to_bf16(x, MANUAL_RNE: tl.constexpr):
 
 @triton.jit
 def _exp_field(s):
-    """float32 [BR] -> (biased exponent field, is a positive normal power of two)."""
+    """float32 (any shape) -> (biased exponent field, is a positive normal power of two)."""
     sb = s.to(tl.int32, bitcast=True)
     ef = (sb >> 23) & 0xFF
     return ef, ((sb & 0x7FFFFF) == 0) & (sb > 0) & (ef < 255)
@@ -223,6 +223,20 @@ def _or(x, y):
 
 
 @triton.jit
+def _block_bits(s):
+    """[BR, 4] scales -> (their bits, each row's largest and smallest bits, whether the row's
+    block folds by itself: all positive (min > 0: no sign bit, not zero), normal powers of
+    two (no mantissa bits: subnormals and NaN have some), finite (max below +inf's bits),
+    spread <= FOLD_SPREAD)."""
+    sb = s.to(tl.int32, bitcast=True)
+    bmax = tl.max(sb, axis=1)
+    bmin = tl.min(sb, axis=1)
+    mant = tl.reduce(sb, 1, _or) & 0x7FFFFF
+    ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= FOLD_SPREAD * 0x800000)
+    return sb, bmax, bmin, ok
+
+
+@triton.jit
 def _fold_scales_2d(s):
     """_fold_scales on a [BR, 4] tile (reductions along axis 1), on the scales' bit patterns:
     positive floats order like their bits as int32, and where the four mantissa fields are
@@ -230,13 +244,7 @@ def _fold_scales_2d(s):
     min, or) decide the block and give its exponent addends. Unlike _fold_scales, a row that
     does not fold gets addends clamped into the decode's safe range instead of 0 (its ref is
     0, which cancels it; the decode pass, which keeps such rows' raw codes, zeroes them)."""
-    sb = s.to(tl.int32, bitcast=True)
-    bmax = tl.max(sb, axis=1)
-    bmin = tl.min(sb, axis=1)
-    mant = tl.reduce(sb, 1, _or) & 0x7FFFFF
-    # All positive (min > 0: no sign bit, not zero), normal powers of two (no mantissa bits:
-    # subnormals and NaN have some), finite (max below +inf's bits), spread <= FOLD_SPREAD.
-    row_ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= FOLD_SPREAD * 0x800000)
+    sb, bmax, bmin, row_ok = _block_bits(s)
     # (e_j - e_max) * 8 + 48: with the mantissas zero, sb >> 20 is 8 e (plus the sign). It is
     # <= 48 for every row (bmax is the largest of the four), and the lower clamp (a no-op
     # where the row folds) keeps rows that do not fold decoding to finite bytes (their ref
@@ -257,9 +265,8 @@ def _row_ref_bits(s0):
     among the positive normal powers of two of its first block's four scales s0 [P, 4]
     (0 where there is none: then no block of the row folds). Every decode program reads
     the same first block, so all of a row's blocks agree on it."""
-    sb = s0.to(tl.int32, bitcast=True)
-    pow2 = ((sb & 0x7FFFFF) == 0) & (sb > 0) & (sb < 0x7F800000)
-    e0 = tl.max(tl.where(pow2, sb, 0), axis=1)
+    _, pow2 = _exp_field(s0)
+    e0 = tl.max(tl.where(pow2, s0.to(tl.int32, bitcast=True), 0), axis=1)
     return tl.where((e0 > 0) & (e0 < 0x7F800000 - ROW_HEADROOM * 0x800000), e0 + ROW_HEADROOM * 0x800000, 0)
 
 
@@ -270,10 +277,7 @@ def _fold_scales_row(s, rbits):
     scales lie within [ref / 2^11, ref], so that the addends d = e - e_ref + 6 stay in
     [-5, 6] (normal e4m3 values). -> (row_ok, dexp (0 where it does not fold), ref = R =
     ref scale * 2^-6, the same for every block of the row that folds)."""
-    row_ok, _, _ = _fold_scales_2d(s)
-    sb = s.to(tl.int32, bitcast=True)
-    bmax = tl.max(sb, axis=1)
-    bmin = tl.min(sb, axis=1)
+    sb, bmax, bmin, row_ok = _block_bits(s)
     row_ok = row_ok & (rbits > 0) & (bmax <= rbits) & (bmin >= rbits - 11 * 0x800000)
     dexp = tl.where(row_ok[:, None], (sb >> 20) - (rbits >> 20)[:, None] + 48, 0)
     ref = tl.where(row_ok, rbits.to(tl.float32, bitcast=True) * 0.015625, 0.0)
@@ -826,12 +830,17 @@ def grouped_tile_gemm_kernel(
             gdc_wait()  # bq and ref come from the decode pass
         ref_rows = ref_ptr + grp64 * KB * N + offs_n
         ref_first = tl.load(ref_rows, mask=n_valid, other=0.0)
-        if ROW_REF and BN == 64:
+        if ROW_REF:
+            # 64- or 128-wide tiles on a row-referenced decode (the config allows no other):
+            # the lean loop where every block folded; otherwise (found from the first block
+            # before it, or by its flag after) the exact raw-code loop, as for a fallback tile.
             tile_ref = tl.max(ref_first, axis=0)
             exact = (tl.min(ref_first, axis=0) < 0.0) | (tile_ref == 0.0)
             if not exact:
                 acc, exact = _row_scaled_tile(a_ptr, as_ptr, bq_ptr, ref_ptr, a_desc, bq_desc, grp, grp64, pid_m,
                                               pid_n, offs_m, offs_n, m_valid, tile_ref, MAX_M, N, K, BM, BN, TMA)
+                # R per column from the last block's ref (the same R in a tile whose blocks
+                # all folded; the first block's, loaded above, would be kept across the loop).
                 acc = acc * (tl.load(ref_rows + (KB - 1) * N, mask=n_valid, other=0.0) / tile_ref)[None, :]
             if exact:
                 acc = _exact_tile_raw(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
@@ -850,22 +859,6 @@ def grouped_tile_gemm_kernel(
         # tensors at a time): it skips the FP8 main loop, whose every block the correction
         # loop would redo, and runs an exact K=32 loop over all of K instead. Exact either
         # way; only the speed depends on the guess.
-        elif ROW_REF:
-            # 128-wide tiles on a row-referenced decode: the lean loop where every block
-            # folded; otherwise (found from the first block before it, or by its flag after)
-            # the exact raw-code loop, as for a fallback tile.
-            tile_ref = tl.max(ref_first, axis=0)
-            exact = (tl.min(ref_first, axis=0) < 0.0) | (tile_ref == 0.0)
-            if not exact:
-                acc, exact = _row_scaled_tile(a_ptr, as_ptr, bq_ptr, ref_ptr, a_desc, bq_desc, grp, grp64, pid_m,
-                                              pid_n, offs_m, offs_n, m_valid, tile_ref, MAX_M, N, K, BM, BN, TMA)
-                # R per column from the last block's ref (the same R in a tile whose blocks
-                # all folded; the first block's, loaded above, would be kept across the loop).
-                acc = acc * (tl.load(ref_rows + (KB - 1) * N, mask=n_valid, other=0.0) / tile_ref)[None, :]
-            if exact:
-                acc = _exact_tile_raw(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
-                                      _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
-                                      m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
         elif tl.max((n_valid & (ref_first >= 0.0)).to(tl.int32), axis=0) != 0:
             acc = _folded_tile(a_ptr, as_ptr, b_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
