@@ -72,6 +72,8 @@ PDL = False
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
 DECODE_BLOCK = 512
+# decode_gemm_kernel: groups of A per step of a program's decode slice.
+ONE_LAUNCH_DECODE_BLOCK = 512
 # decode_f16_kernel: groups of A per program (4 fp16 out each), elements of B per program.
 DECODE16_BLOCK_A = 512
 DECODE16_BLOCK_B = 4096
@@ -162,6 +164,14 @@ class GemmConfig:
     pdl: bool = False
     # Register cap per thread (0: the compiler's choice).
     maxnreg: int = 0
+    # Decode and pointer GEMM in one launch (kernel.decode_gemm_kernel): each program decodes
+    # a slice of A, all meet at a grid barrier, then each runs its tile. The launcher takes it
+    # only where the grid fits one CTA per SM (all programs resident, so the barrier cannot
+    # wait on an unscheduled one); elsewhere the two launches.
+    one_launch: bool = False
+    # With one_launch: each program first pulls its B rows (an input) into L2, so the B
+    # stream overlaps the decode and the barrier.
+    prefetch_b: bool = False
 
     def as_kwargs(self):
         kw = dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m,
