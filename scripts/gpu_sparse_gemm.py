@@ -15,8 +15,8 @@ Modes (arguments; default all three):
   acc       fourth session: the FP8 MMA with fp32 promotion every 32/64/128 products on the
             harness's own inputs (magnitude-pruned Gaussian A from scripts/gen_workloads.py,
             B as FlashInfer-Bench draws it), 3 seeds, mismatches and time, beside the fp16 path.
-  one       round 12: the few-row decode and GEMM in one launch (grid barrier), and the
-            FP32-unit kernel at a few rows, beside the chosen path; SWEEP_M as for sweep.
+  fma       round 12: the FP32-unit kernel (m = 1's path) at a few rows, beside the chosen
+            path; SWEEP_M as for sweep.
   pdlcheck  m = 8192 as the harness draws it (pruned meta, random vals, fresh B), PDL on/off,
             each after an m = 4096 call that leaves other data in the workspace.
 A compact table is printed last; details go to $OUT/sparse_gemm_results.jsonl.
@@ -142,34 +142,16 @@ def sweep_variants(m):
     return v
 
 
-def one_launch_variants(m):
-    """Round 12 (tenth session): the few-row path's decode and GEMM in one launch with a grid
-    barrier (GemmConfig.one_launch; grids of at most one CTA per SM), with and without the B
-    rows pulled into L2 first; and the FP32-unit kernel (m = 1's path) at a few more rows."""
+def fma_variants(m):
+    """Round 12 (tenth session): the FP32-unit kernel (m = 1's path) at a few more rows,
+    beside the chosen path. (Round 12's one-launch decode + GEMM variants are in git history,
+    commit af4262d.)"""
     v = {"chosen_now": H.choose(m, N, K, (9, 0))}
-    tiles = ((32, 32, 256, 3), (32, 32, 128, 4)) if m <= 64 else ((32, 64, 256, 3), (64, 32, 256, 3))
-    for bm, bn, bk, st in tiles:
-        for pf in (False, True):
-            v[f"one_{bm}x{bn}x{bk}s{st}{'_pf' if pf else ''}"] = H.GemmConfig(
-                bm, bn, bk, 4, st, acc_k=H.ACC_F16, one_launch=True, prefetch_b=pf)
-    fma = {2: ((2, 8, 1024), (2, 16, 512)), 7: ((8, 8, 256), (8, 16, 128)), 16: ((16, 8, 128), (16, 16, 64))}
-    for bm, bn, bk in fma.get(m, ()):
+    tiles = {2: ((2, 8, 1024), (2, 4, 2048)), 3: ((4, 8, 512), (4, 4, 1024)), 4: ((4, 8, 512), (4, 4, 1024)),
+             7: ((8, 8, 256), (8, 4, 512))}
+    for bm, bn, bk in tiles.get(m, ()):
         v[f"fma_{bm}x{bn}x{bk}"] = H.SmallConfig(BM=bm, BN=bn, BK=bk)
     return v
-
-
-def one_launch_smoke():
-    """The one-launch kernel's barrier state must return to rest after every launch: three
-    calls in a row per m (different inputs, poisoned outputs), each checked."""
-    ok = True
-    for m in (2, 64, 100):
-        cfg = H.GemmConfig(32, 32, 256, 4, 3, acc_k=H.ACC_F16, one_launch=True)
-        for call in range(3):
-            a_vals, a_meta, b = make_inputs(m, "random", seed=3000 + 10 * m + call)
-            ref = dense_a64(a_vals, a_meta) @ b.double().T
-            ok &= check(f"one_smoke{call}", launcher(cfg), m, a_vals, a_meta, b, ref)[0]
-    print(f"one-launch smoke (3 calls at m = 2, 64, 100): {'ok' if ok else 'FAIL'}", flush=True)
-    return ok
 
 
 def launcher(cfg):
@@ -430,9 +412,7 @@ def main():
                 all_ok &= ok
             print(f"validate m={m}: {'ok' if all_ok else 'FAIL so far'} ({time.time() - t0:.0f}s)")
         print(f"entry-point checks {'PASS' if all_ok else 'FAIL'} ({time.time() - t0:.0f}s)")
-    if "one" in modes:
-        all_ok &= one_launch_smoke()
-    for mode, variants in (("sweep", sweep_variants), ("one", one_launch_variants)):
+    for mode, variants in (("sweep", sweep_variants), ("fma", fma_variants)):
         if mode not in modes:
             continue
         for m in SWEEP_M:

@@ -184,19 +184,25 @@ def test_entry_point_paths_by_m():
     """On Hopper (the default capability here): from F8_FROM_M rows dense e4m3 A and the FP8
     GEMM promoted every ACC_K_HOPPER products (TMA loads from TMA_FROM_M rows, pointer loads
     below; 32-, 64- and 128-wide tiles as m grows); 2..F8_FROM_M-1 rows take the e4m3-A path
-    with fp16 widening. Run each at reduced n, k (ragged m and n; k = 96 gives BK = 32). The
+    with fp16 widening; up to SMALL_M_MAX rows the FP32-unit kernel. Run each at reduced n, k (ragged m and n; k = 96 gives BK = 32). The
     fp16-workspace path (no longer chosen) runs through an explicit config."""
     f8 = H.F8_FROM_M
     cases = ((H.TMA_FROM_M, 40, 96, "tma", False, H.ACC_K_HOPPER, 128),
              (600, 40, 128, "ptr", False, H.ACC_K_HOPPER, 128), (300, 40, 96, "ptr", False, H.ACC_K_HOPPER, 64),
              (f8 + 3, 40, 128, "ptr", False, H.ACC_K_HOPPER, 32), (f8, 32, 96, "ptr", False, H.ACC_K_HOPPER, 32),
              (f8 - 1, 32, 128, "ptr", False, H.ACC_F16, 32), (37, 40, 96, "ptr", False, H.ACC_F16, 32),
-             (2, 24, 128, "ptr", False, H.ACC_F16, 32))
+             (H.SMALL_M_MAX + 1, 24, 128, "ptr", False, H.ACC_F16, 32))
     for m, n, k, path, is_f16, acc_k, bn in cases:
         a_vals, a_meta, b = _inputs(m, n, k, "random", seed=7 + m)
         c = _poisoned(m, n)
         cfg = H.choose(m, n, k)
         assert (cfg.path, cfg.f16, cfg.acc_k, cfg.BN) == (path, is_f16, acc_k, bn), (m, cfg)
+        sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c)
+        _check(c, a_vals, a_meta, b)
+    for m in range(1, H.SMALL_M_MAX + 1):  # the FP32-unit kernel, one row per BM slot or fewer
+        a_vals, a_meta, b = _inputs(m, 24, 128, "random", seed=5 + m)
+        c = _poisoned(m, 24)
+        assert H.choose(m, 24, 128).path == "fma"
         sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c)
         _check(c, a_vals, a_meta, b)
     m, n, k = 150, 40, 128

@@ -1,9 +1,9 @@
 """Path and tile choice from m, n and the device, apart from the kernels.
 
 Paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbers):
-- one row: one fused launch that decodes A on the fly and multiplies on the FP32 units,
-  each program loading 8 rows of B whole (the problem is a read of B);
-- 2..128 rows (and every m off Hopper): decode A once into a dense e4m3 workspace (one int32
+- one or two rows: one fused launch that decodes A on the fly and multiplies on the FP32 units,
+  each program streaming 8 rows of B (the problem is a read of B);
+- 3..128 rows (and every m from 3 off Hopper): decode A once into a dense e4m3 workspace (one int32
   word per 2:4 group), then a dense tensor-core GEMM (on Hopper both operands widened to
   fp16 in registers, fp32 accumulation), with narrow tiles so that 128+ CTAs run;
 - from 129 rows on Hopper: dense e4m3 A, then the FP8 GEMM with its running sum promoted to
@@ -21,8 +21,10 @@ with Triton 3.6.
 
 from dataclasses import dataclass
 
-# Rows up to which the fused FP32-unit kernel is used.
-SMALL_M_MAX = 1
+# Rows up to which the fused FP32-unit kernel is used. Round 12 (tenth session, H200): at
+# m = 2 its 2x8x1024 tiles took 6.62 us (rotating input sets) / 7.31 (after a memset) against
+# 8.41 / 8.00 for decode + GEMM; at m = 7 its 8-row tiles took 28 us.
+SMALL_M_MAX = 2
 # Rows up to which the one-launch tensor-core kernel (small_m_mma_kernel) is used: measured
 # (round 2) 8.9 us GPU at m = 16 against 7.9 for decode + GEMM, but one launch instead of
 # two; at m = 64 it took 18.3 us against 9.1 and at 256 24.9 against 10.3, so above 16 rows
@@ -72,8 +74,6 @@ PDL = False
 # k must be a multiple of this: the smallest K tile of an FP8 tensor-core dot.
 K_MULTIPLE = 32
 DECODE_BLOCK = 512
-# decode_gemm_kernel: groups of A per step of a program's decode slice.
-ONE_LAUNCH_DECODE_BLOCK = 512
 # decode_f16_kernel: groups of A per program (4 fp16 out each), elements of B per program.
 DECODE16_BLOCK_A = 512
 DECODE16_BLOCK_B = 4096
@@ -164,14 +164,6 @@ class GemmConfig:
     pdl: bool = False
     # Register cap per thread (0: the compiler's choice).
     maxnreg: int = 0
-    # Decode and pointer GEMM in one launch (kernel.decode_gemm_kernel): each program decodes
-    # a slice of A, all meet at a grid barrier, then each runs its tile. The launcher takes it
-    # only where the grid fits one CTA per SM (all programs resident, so the barrier cannot
-    # wait on an unscheduled one); elsewhere the two launches.
-    one_launch: bool = False
-    # With one_launch: each program first pulls its B rows (an input) into L2, so the B
-    # stream overlaps the decode and the barrier.
-    prefetch_b: bool = False
 
     def as_kwargs(self):
         kw = dict(BM=self.BM, BN=self.BN, BK=self.BK, GROUP_M=self.group_m,

@@ -166,34 +166,6 @@ def decode_f16_kernel(vals_ptr, meta_ptr, b_ptr, a16_ptr, b16_ptr, total_a, tota
 
 
 @triton.jit
-def _gemm_tile(a_ptr, b_ptr, c_ptr, pid_m, pid_n, M, N, K, stride_am, stride_bn, stride_cm,
-               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ACC_K: tl.constexpr,
-               SCALE: tl.constexpr):
-    """c tile (pid_m, pid_n) = bf16(SCALE * a @ b^T) through pointers; K % BK == 0."""
-    offs_m = pid_m * BM + tl.arange(0, BM)
-    offs_n = pid_n * BN + tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
-    # Rows past the end re-read valid rows (never stored) so the loads need no mask.
-    rows = (offs_m % M).to(tl.int64)
-    cols = (offs_n % N).to(tl.int64)
-    a_ptrs = a_ptr + rows[:, None] * stride_am + offs_k[None, :]
-    b_ptrs = b_ptr + cols[None, :] * stride_bn + offs_k[:, None]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for _ in range(0, K, BK):
-        acc = _mma(tl.load(a_ptrs), tl.load(b_ptrs), acc, ACC_K)
-        a_ptrs += BK
-        b_ptrs += BK
-    c = _bf16_rne(acc * SCALE)  # undo the power-of-two scale of the decoded A
-    c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
-    tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-
-
-@triton.jit
-def _b_rows(b_ptr, pid_n, N, stride_bn, BN: tl.constexpr):
-    return b_ptr + (((pid_n * BN + tl.arange(0, BN)) % N).to(tl.int64) * stride_bn)
-
-
-@triton.jit
 def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                     ACC_K: tl.constexpr, SCALE: tl.constexpr, PDL: tl.constexpr = False,
@@ -205,69 +177,26 @@ def fp8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_c
     PREFETCH_B (B is an input, not a decode output): before waiting, pull this program's B
     rows into L2, so the B stream overlaps the decode."""
     pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BM, BN, GROUP_M)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    # Rows past the end re-read valid rows (never stored) so the loads need no mask.
+    rows = (offs_m % M).to(tl.int64)
+    cols = (offs_n % N).to(tl.int64)
     if PREFETCH_B:
-        _prefetch_rows_l2(_b_rows(b_ptr, pid_n, N, stride_bn, BN), K)
+        _prefetch_rows_l2(b_ptr + cols * stride_bn, K)
     if PDL:
         gdc_wait()
-    _gemm_tile(a_ptr, b_ptr, c_ptr, pid_m, pid_n, M, N, K, stride_am, stride_bn, stride_cm,
-               BM, BN, BK, ACC_K, SCALE)
-
-
-@triton.jit
-def _grid_sync(sync_ptr, nprog):
-    """Wait until every program of the launch has arrived here. Needs all of them resident
-    at once (the launcher keeps such grids to one CTA per SM). sync_ptr: int32 [count,
-    generation], count 0 between launches: the last arrival puts it back to 0 and then
-    moves the generation on, which the others spin on. Scalar atomics run on one thread of
-    the program; the CTA barriers around them order the other threads' memory accesses."""
-    tl.debug_barrier()  # every thread's stores issued before this program arrives
-    gen = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")  # read before arriving: cannot move on yet
-    arrived = tl.atomic_add(sync_ptr, 1, sem="acq_rel")
-    if arrived == nprog - 1:
-        tl.atomic_xchg(sync_ptr, 0, sem="relaxed")
-        tl.atomic_add(sync_ptr + 1, 1, sem="release")
-    else:
-        now = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
-        while now == gen:
-            now = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
-    tl.debug_barrier()
-
-
-@triton.jit
-def decode_gemm_kernel(vals_ptr, meta_ptr, a_ptr, b_ptr, c_ptr, sync_ptr, M, N, K, total, chunk,
-                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                       ACC_K: tl.constexpr, GRID_SYNC: tl.constexpr, DEC_BLOCK: tl.constexpr,
-                       PREFETCH_B: tl.constexpr = False):
-    """decode_a_kernel and fp8_gemm_kernel (e4m3 A, SCALE 64) in one launch, saving the
-    second launch's gap. GRID_SYNC (GPU, grid at most one CTA per SM): program p decodes
-    groups [p * chunk, (p + 1) * chunk) of A into the workspace a_ptr, then all programs
-    meet (_grid_sync) and run their GEMM tile from it. Without it every program decodes all
-    of A before its tile: correct in any program order (the interpreter runs them one by
-    one; concurrent programs write the same words), and the portable path the CPU tests run.
-    PREFETCH_B: first pull this program's B rows (an input) into L2, so the B stream
-    overlaps the decode and the wait."""
-    pid = tl.program_id(0)
-    pid_m, pid_n = _tile_ids(pid, M, N, BM, BN, GROUP_M)
-    if PREFETCH_B:
-        _prefetch_rows_l2(_b_rows(b_ptr, pid_n, N, K, BN), K)
-    if GRID_SYNC:
-        start = pid * chunk
-        end = tl.minimum(start + chunk, total)
-    else:
-        start = 0
-        end = total
-    words_ptr = a_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
-    for s in range(start, end, DEC_BLOCK):
-        offs = s + tl.arange(0, DEC_BLOCK)
-        mask = offs < end
-        v = tl.load(vals_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
-        meta = tl.load(meta_ptr + offs, mask=mask, other=0).to(tl.int32) & 0xFF
-        tl.store(words_ptr + offs, _group_words(v, meta), mask=mask)
-    if GRID_SYNC:
-        _grid_sync(sync_ptr, tl.num_programs(0))
-    else:
-        tl.debug_barrier()  # the program's own writes of A, visible to all its threads
-    _gemm_tile(a_ptr, b_ptr, c_ptr, pid_m, pid_n, M, N, K, K, K, N, BM, BN, BK, ACC_K, 64.0)
+    a_ptrs = a_ptr + rows[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + cols[None, :] * stride_bn + offs_k[:, None]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, K, BK):
+        acc = _mma(tl.load(a_ptrs), tl.load(b_ptrs), acc, ACC_K)
+        a_ptrs += BK
+        b_ptrs += BK
+    c = _bf16_rne(acc * SCALE)  # undo the power-of-two scale of the decoded A
+    c_ptrs = c_ptr + offs_m.to(tl.int64)[:, None] * stride_cm + offs_n[None, :]
+    tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 @triton.jit

@@ -5,7 +5,7 @@ sparse_gemm_fp4_fp8, the generic launcher (any m >= 0, n, k with k % 32 == 0).
 
 Host time counts (FlashInfer-Bench times each call between two events, from an idle GPU),
 so the call path is kept short: attribute checks only (the detailed checks run only to word
-an error), one Triton launch for m <= 16 (two above), and per (device, m, n, k) a plan made
+an error), one Triton launch for m <= 2 (two above), and per (device, m, n, k) a plan made
 on the first call: the chosen config, the compiled kernels (relaunched directly while the
 tensors stay 16-byte aligned, the facts they were compiled for) and TMA descriptor templates.
 Workspaces (the dense operands) are allocated per call from PyTorch's stream-ordered
@@ -22,10 +22,9 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .heuristics import (DECODE16_BLOCK_A, DECODE16_BLOCK_B, DECODE_BLOCK, DEFAULT_SMS, K_MULTIPLE,
-                         ONE_LAUNCH_DECODE_BLOCK, choose)
-from .kernel import (decode_a_kernel, decode_f16_kernel, decode_gemm_kernel, fp8_gemm_kernel,
-                     fp8_gemm_tma_kernel, fused_gemm_kernel, gdc_wait, small_m_fma_kernel, small_m_mma_kernel, stream_kernel)
+from .heuristics import DECODE16_BLOCK_A, DECODE16_BLOCK_B, DECODE_BLOCK, DEFAULT_SMS, K_MULTIPLE, choose
+from .kernel import (decode_a_kernel, decode_f16_kernel, fp8_gemm_kernel, fp8_gemm_tma_kernel,
+                     fused_gemm_kernel, gdc_wait, small_m_fma_kernel, small_m_mma_kernel, stream_kernel)
 
 DEF_N = 2048
 DEF_K = 2048
@@ -64,19 +63,8 @@ class _Device:
         # (9, 0) elsewhere (e.g. the interpreter, which reports that capability here).
         self.pdl_ok = (device.type == "cuda" and torch.version.hip is None and gdc_wait is not None
                        and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"))
-        # A grid barrier inside one launch needs a GPU that runs all programs at once; the
-        # interpreter runs them one after another.
-        self.grid_sync_ok = device.type == "cuda" and os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
         self.plans = {}
-        self.part = self.tick = self.lut = self.sync = None
-
-    def sync_words(self):
-        """decode_gemm_kernel's barrier state, int32 [count, generation]: count is back to 0
-        after every launch, so one pair serves every launch on this device in stream order
-        (two such launches running at once on concurrent streams would share it)."""
-        if self.sync is None:
-            self.sync = torch.zeros(2, dtype=torch.int32, device=self.device)
-        return self.sync
+        self.part = self.tick = self.lut = None
 
     def split_scratch(self, floats, tickets):
         if floats > PART_FLOATS or tickets > TICKETS:
@@ -346,20 +334,6 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, plan=None, aligned=False):
         # Dense e4m3 A (scaled by 2^-6), written as one int32 per group (the kernel casts the
         # pointer), in a fresh workspace every call.
         a_op, b_op = torch.empty((m, k), dtype=_FP8, device=c.device), b_fp8
-        if cfg.one_launch and cfg.path == "ptr":
-            st = _device_state(b_fp8)
-            sync = st.grid_sync_ok and grid[0] <= st.sms
-            if sync or not st.grid_sync_ok:
-                chunk = _cdiv(_cdiv(total, grid[0]), 16) * 16  # 16-group (64-byte) aligned slices
-                kw = dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_M=cfg.group_m, ACC_K=cfg.acc_k, GRID_SYNC=sync,
-                          DEC_BLOCK=ONE_LAUNCH_DECODE_BLOCK, PREFETCH_B=cfg.prefetch_b and sync,
-                          num_warps=cfg.num_warps, num_stages=cfg.num_stages)
-                if cfg.maxnreg:
-                    kw["maxnreg"] = cfg.maxnreg
-                _plan_launch(plan, "decode_gemm", decode_gemm_kernel, grid,
-                             (a_vals, a_meta, a_op, b_fp8, c, st.sync_words(), m, n, k, total, chunk),
-                             lambda: kw, dev, aligned)
-                return c
         _plan_launch(plan, "decode", decode_a_kernel, (_cdiv(total, DECODE_BLOCK), 1, 1),
                      (a_vals, a_meta, a_op, total), lambda: dict(_DECODE_OPTS, PDL=cfg.pdl), dev, aligned)
     if cfg.path == "tma" and (aligned if plan is not None else _tma_ok(b_op, c)) and c.shape[1] % 8 == 0:
