@@ -15,8 +15,8 @@ Modes (arguments; default all three):
   acc       fourth session: the FP8 MMA with fp32 promotion every 32/64/128 products on the
             harness's own inputs (magnitude-pruned Gaussian A from scripts/gen_workloads.py,
             B as FlashInfer-Bench draws it), 3 seeds, mismatches and time, beside the fp16 path.
-  fma       round 12: the FP32-unit kernel (m = 1's path) at a few rows, beside the chosen
-            path; SWEEP_M as for sweep.
+  few       round 12: the FP32-unit kernel (m = 1's path) at a few rows and the few-row
+            GEMM with all of K in flight, beside the chosen path; SWEEP_M as for sweep.
   pdlcheck  m = 8192 as the harness draws it (pruned meta, random vals, fresh B), PDL on/off,
             each after an m = 4096 call that leaves other data in the workspace.
 A compact table is printed last; details go to $OUT/sparse_gemm_results.jsonl.
@@ -142,15 +142,19 @@ def sweep_variants(m):
     return v
 
 
-def fma_variants(m):
-    """Round 12 (tenth session): the FP32-unit kernel (m = 1's path) at a few more rows,
-    beside the chosen path. (Round 12's one-launch decode + GEMM variants are in git history,
-    commit af4262d.)"""
+def few_row_variants(m):
+    """Round 12 (tenth session): the FP32-unit kernel (m = 1's path) at a few more rows, and
+    the few-row GEMM with its whole K in flight (as many stages as K steps, as the FP32-unit
+    kernel loads its B whole), beside the chosen path. (Round 12's one-launch decode + GEMM
+    variants are in git history, commit af4262d.)"""
     v = {"chosen_now": H.choose(m, N, K, (9, 0))}
     tiles = {2: ((2, 8, 1024), (2, 4, 2048)), 3: ((4, 8, 512), (4, 4, 1024)), 4: ((4, 8, 512), (4, 4, 1024)),
-             7: ((8, 8, 256), (8, 4, 512))}
+             7: ((8, 4, 512),)}
     for bm, bn, bk in tiles.get(m, ()):
         v[f"fma_{bm}x{bn}x{bk}"] = H.SmallConfig(BM=bm, BN=bn, BK=bk)
+    if m >= 3:
+        for bm, bn, bk, st in ((32, 32, 256, 5), (32, 32, 256, 8), (32, 16, 256, 8), (32, 32, 128, 8)):
+            v[f"e4m3A_{bm}x{bn}x{bk}_s{st}"] = G(bm, bn, bk, 4, st, acc_k=H.ACC_F16)
     return v
 
 
@@ -412,7 +416,7 @@ def main():
                 all_ok &= ok
             print(f"validate m={m}: {'ok' if all_ok else 'FAIL so far'} ({time.time() - t0:.0f}s)")
         print(f"entry-point checks {'PASS' if all_ok else 'FAIL'} ({time.time() - t0:.0f}s)")
-    for mode, variants in (("sweep", sweep_variants), ("fma", fma_variants)):
+    for mode, variants in (("sweep", sweep_variants), ("few", few_row_variants)):
         if mode not in modes:
             continue
         for m in SWEEP_M:
