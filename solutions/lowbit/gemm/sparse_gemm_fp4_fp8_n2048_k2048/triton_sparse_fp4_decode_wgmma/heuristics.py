@@ -22,8 +22,9 @@ with Triton 3.6.
 from dataclasses import dataclass
 
 # Rows up to which the fused FP32-unit kernel is used. Round 12 (tenth session, H200): at
-# m = 2 its 2x8x1024 tiles took 6.62 us (rotating input sets) / 7.31 (after a memset) against
-# 8.41 / 8.00 for decode + GEMM; at m = 7 its 8-row tiles took 28 us.
+# m = 2 its 2x4x2048 tiles took 5.74 us (rotating input sets) / 5.45 (after a memset) against
+# 8.41 / 8.00 for decode + GEMM; 4-row tiles took 8.3-8.5 at m = 3 and 4, where the
+# tensor-core path took 7.6-7.7 / 8.0; 8-row tiles took 17-28 at m = 7.
 SMALL_M_MAX = 2
 # Rows up to which the one-launch tensor-core kernel (small_m_mma_kernel) is used: measured
 # (round 2) 8.9 us GPU at m = 16 against 7.9 for decode + GEMM, but one launch instead of
@@ -215,10 +216,12 @@ def tile_k(k: int, cap: int) -> int:
 
 
 def small_config(m: int, n: int, k: int) -> SmallConfig:
-    # Each program loads its whole B slice at once (the loop is not pipelined): 8 columns x
-    # BK, with BM * BN * BK <= 16K products held in registers.
+    # Each program loads its whole B slice at once (the loop is not pipelined): all of K up
+    # to 2048 for 8 / BM columns, BM * BN * BK <= 16K products held in registers. Round 12:
+    # at m = 2, 2x4x2048 took 5.74 / 5.45 us (rotating sets / after a memset) against
+    # 6.49 / 7.16 for 2x8x1024, as 1x8x2048 is m = 1's best.
     bm = _pow2_at_least(m, 1, max(SMALL_M_MAX, 1))
-    return SmallConfig(BM=bm, BN=8, BK=tile_k(k, max(K_MULTIPLE, 2048 // bm)))
+    return SmallConfig(BM=bm, BN=max(2, 8 // bm), BK=tile_k(k, 2048))
 
 
 def gemm_config(m: int, n: int, k: int, capability=(9, 0), num_sms: int = DEFAULT_SMS) -> GemmConfig:
@@ -250,8 +253,12 @@ def gemm_config(m: int, n: int, k: int, capability=(9, 0), num_sms: int = DEFAUL
     # Few rows: the GEMM is latency-bound with one warp per scheduler (ncu, run 8), so narrow
     # tiles that give 128+ CTAs win (runs 10-11, graph us: 32x32x256 with 3 stages 8.40 at
     # m = 2, 8.02 at 7, 8.43 at 48, 8.46 at 64, 9.37 at 96, 9.49 at 128, within 0.5 us of
-    # the best tile at each m; 64x32x256 took 10.5-11.1).
-    if m <= 128:
+    # the best tile at each m; 64x32x256 took 10.5-11.1). Round 12: 5 stages instead of 3
+    # (80 KiB of shared memory, 2 CTAs per SM), 7.60-7.85 / 7.95-8.37 us (rotating sets /
+    # after a memset) against 7.99-8.38 / 8.44-8.93 at m = 3..64; 8 stages in between.
+    if m <= 64:
+        cfg = GemmConfig(BM=32, BN=32, BK=256, num_warps=4, num_stages=5)
+    elif m <= 128:
         cfg = GemmConfig(BM=32, BN=32, BK=256, num_warps=4, num_stages=3)
     elif m <= 256:
         cfg = GemmConfig(BM=64, BN=32, BK=256, num_warps=4, num_stages=4)
