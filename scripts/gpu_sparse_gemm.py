@@ -145,16 +145,21 @@ def sweep_variants(m):
 def few_row_variants(m):
     """Round 12 (tenth session): the FP32-unit kernel (m = 1's path) at a few more rows, and
     the few-row GEMM with its whole K in flight (as many stages as K steps, as the FP32-unit
-    kernel loads its B whole), beside the chosen path. (Round 12's one-launch decode + GEMM
+    kernel loads its B whole), beside the chosen path; from 128 rows (round 12c) the FP8
+    tiles with more stages. (Round 12's one-launch decode + GEMM
     variants are in git history, commit af4262d.)"""
     v = {"chosen_now": H.choose(m, N, K, (9, 0))}
     tiles = {2: ((2, 8, 1024), (2, 4, 2048)), 3: ((4, 8, 512), (4, 4, 1024)), 4: ((4, 8, 512), (4, 4, 1024)),
              7: ((8, 4, 512),)}
     for bm, bn, bk in tiles.get(m, ()):
         v[f"fma_{bm}x{bn}x{bk}"] = H.SmallConfig(BM=bm, BN=bn, BK=bk)
-    if m >= 3:
+    if 3 <= m <= 128:
         for bm, bn, bk, st in ((32, 32, 256, 5), (32, 32, 256, 8), (32, 16, 256, 8), (32, 32, 128, 8)):
             v[f"e4m3A_{bm}x{bn}x{bk}_s{st}"] = G(bm, bn, bk, 4, st, acc_k=H.ACC_F16)
+    if m >= 128:  # round 12c: the FP8 tiles (promoted every 32 products) with more of K in flight
+        for bm, bn, bk, st in ((64, 32, 128, 6), (64, 32, 128, 8), (64, 32, 256, 4), (64, 64, 128, 4),
+                               (64, 64, 128, 6), (64, 64, 256, 3)):
+            v[f"fp8_{bm}x{bn}x{bk}_s{st}"] = G(bm, bn, bk, 4, st, acc_k=32)
     return v
 
 
