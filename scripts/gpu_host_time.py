@@ -177,8 +177,9 @@ def _grouped_variants(cfg):
         v["row_r168"] = rep(cfg, row_ref=True, maxnreg=168)
         v["row_r0"] = rep(cfg, row_ref=True, maxnreg=0)
         v["now_r168" if cfg.maxnreg == 0 else "now_r0"] = rep(cfg, maxnreg=168 if cfg.maxnreg == 0 else 0)
-    # Tenth session (run 44): more pipeline stages, more of K in flight per CTA (the sparse
-    # few-row GEMM gained 0.4-0.6 us from 3 to 5 stages).
+    # Tenth session (run 44): more pipeline stages, more of K in flight per CTA, as the sparse
+    # few-row GEMM gained 0.4-0.6 us from 3 to 5 stages. Nothing taken: each extra stage here
+    # cost a CTA per SM (up to 8 us slower).
     for stages in {32: (8, 10), 64: (5, 6), 128: (4,)}.get(cfg.BN, ()):
         v[f"s{stages}"] = rep(cfg, num_stages=stages)
     return v

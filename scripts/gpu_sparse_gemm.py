@@ -146,8 +146,8 @@ def few_row_variants(m):
     """Round 12 (tenth session): the FP32-unit kernel (m = 1's path) at a few more rows, and
     the few-row GEMM with its whole K in flight (as many stages as K steps, as the FP32-unit
     kernel loads its B whole), beside the chosen path; from 128 rows (round 12c) the FP8
-    tiles with more stages. (Round 12's one-launch decode + GEMM
-    variants are in git history, commit af4262d.)"""
+    tiles with more stages. (Round 12's one-launch decode + GEMM variants are in git
+    history, commit af4262d.)"""
     v = {"chosen_now": H.choose(m, N, K, (9, 0))}
     tiles = {2: ((2, 8, 1024), (2, 4, 2048)), 3: ((4, 8, 512), (4, 4, 1024)), 4: ((4, 8, 512), (4, 4, 1024)),
              7: ((8, 4, 512),)}

@@ -183,9 +183,10 @@ def test_mma_small_tickets_reset_and_repeat():
 def test_entry_point_paths_by_m():
     """On Hopper (the default capability here): from F8_FROM_M rows dense e4m3 A and the FP8
     GEMM promoted every ACC_K_HOPPER products (TMA loads from TMA_FROM_M rows, pointer loads
-    below; 32-, 64- and 128-wide tiles as m grows); 2..F8_FROM_M-1 rows take the e4m3-A path
-    with fp16 widening; up to SMALL_M_MAX rows the FP32-unit kernel. Run each at reduced n, k (ragged m and n; k = 96 gives BK = 32). The
-    fp16-workspace path (no longer chosen) runs through an explicit config."""
+    below; 32-, 64- and 128-wide tiles as m grows); SMALL_M_MAX + 1..F8_FROM_M - 1 rows take
+    the e4m3-A path with fp16 widening, fewer the FP32-unit kernel. Run each at reduced n, k
+    (ragged m and n; k = 96 gives BK = 32). The fp16-workspace path (no longer chosen) runs
+    through an explicit config."""
     f8 = H.F8_FROM_M
     cases = ((H.TMA_FROM_M, 40, 96, "tma", False, H.ACC_K_HOPPER, 128),
              (600, 40, 128, "ptr", False, H.ACC_K_HOPPER, 128), (300, 40, 96, "ptr", False, H.ACC_K_HOPPER, 64),

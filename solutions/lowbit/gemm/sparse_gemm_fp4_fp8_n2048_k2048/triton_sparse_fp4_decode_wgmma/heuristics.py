@@ -1,10 +1,11 @@
 """Path and tile choice from m, n and the device, apart from the kernels.
 
 Paths (see docs/kernels/sparse_gemm.md for the measurements behind the numbers):
-- one or two rows: one fused launch that decodes A on the fly and multiplies on the FP32 units,
-  each program streaming 8 rows of B (the problem is a read of B);
-- 3..128 rows (and every m from 3 off Hopper): decode A once into a dense e4m3 workspace (one int32
-  word per 2:4 group), then a dense tensor-core GEMM (on Hopper both operands widened to
+- one or two rows: one fused launch that decodes A on the fly and multiplies on the FP32
+  units, each program loading all of K for 8 / BM rows of B at once (the problem is a read
+  of B);
+- 3..128 rows (and every m from 3 off Hopper): decode A once into a dense e4m3 workspace (one
+  int32 word per 2:4 group), then a dense tensor-core GEMM (on Hopper both operands widened to
   fp16 in registers, fp32 accumulation), with narrow tiles so that 128+ CTAs run;
 - from 129 rows on Hopper: dense e4m3 A, then the FP8 GEMM with its running sum promoted to
   fp32 after every wgmma (32 products), which keeps the harness's check; its tile width
