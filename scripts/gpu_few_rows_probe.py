@@ -25,31 +25,14 @@ import triton  # noqa: E402
 from lowbit_gemm.bench.timing import _graph_time, time_call  # noqa: E402
 from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle, sparse_gemm_oracle  # noqa: E402
 from lowbit_gemm.solutions import load_solution  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_host_time import grouped_inputs, sparse_inputs  # noqa: E402
 
 GROUPED = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
 SPARSE = "sparse_gemm_fp4_fp8_n2048_k2048"
-dev = torch.device("cuda")
 L2 = torch.cuda.get_device_properties(0).L2_cache_size
 N = 2048
 KS = (256, 512, 1024, 2048)
-
-
-def grouped_inputs(max_m, masked, k, seed=0):
-    gen = torch.Generator(device=dev).manual_seed(seed)
-    a = torch.randn(4, max_m, k, device=dev, generator=gen).to(torch.float8_e4m3fn)
-    a_s = torch.rand(4, max_m, k // 128, device=dev, generator=gen) + 0.5
-    b = torch.randint(0, 256, (4, N, k // 2), device=dev, generator=gen, dtype=torch.uint8)
-    b_s = torch.exp2(torch.randint(-8, -5, (4, N, k // 32), device=dev, generator=gen).float())
-    mm = torch.tensor(masked, dtype=torch.int32, device=dev)
-    return [a, a_s, b, b_s, mm, torch.empty(4, max_m, N, dtype=torch.bfloat16, device=dev)]
-
-
-def sparse_inputs(m, k, seed=0):
-    gen = torch.Generator(device=dev).manual_seed(seed)
-    vals = torch.randint(-128, 128, (m, k // 4), device=dev, generator=gen, dtype=torch.int8)
-    meta = torch.randint(0, 256, (m, k // 4), device=dev, generator=gen, dtype=torch.uint8)
-    b = torch.randn(N, k, device=dev, generator=gen).clamp(-2, 2).to(torch.float8_e4m3fn)
-    return [vals, meta, b, torch.empty(m, N, dtype=torch.bfloat16, device=dev)]
 
 
 def checked(fn, args, want, what):
@@ -87,7 +70,8 @@ def main():
                 if (k // 128) % cfg.split_k:
                     us.append(float("nan"))  # K does not split that many ways
                     continue
-                args = grouped_inputs(max_m, masked, k)
+                *args, _, c = grouped_inputs(max_m, masked, hint, k=k)
+                args.append(c)  # [a, a_s, b, b_s, masked_m, c]: the hint is bound below
                 fn = (lambda c2: lambda a, a_s, b, b_s, mm, c: g.grouped_gemm_fp8_fp4_masked(
                     a, a_s, b, b_s, mm, c, hint, config=c2))(cfg)
                 checked(fn, args, grouped_gemm_oracle(*args[:5]), f"max_m {max_m} {name} k {k}")
@@ -99,13 +83,13 @@ def main():
         us = []
         fn = s.sparse_gemm_fp4_fp8
         for k in KS:
-            args = sparse_inputs(m, k)
+            args = sparse_inputs(m, k=k)
             checked(fn, args, sparse_gemm_oracle(*args[:3]), f"sparse m {m} k {k}")
             us.append(time_call(fn, args, L2, reps=20).median_us)
         warm = _graph_time(fn, [args] * 8, 20).median_us
         rows.append((f"sparse m={m} ({sh.choose(m, N, 2048, (9, 0)).path})", us + [warm]))
         print(rows[-1], flush=True)
-    print(f"\nGPU us (CUDA-graph replay, cold L2, median); fixed + per 128-K step from a line fit")
+    print("\nGPU us (CUDA-graph replay, cold L2, median); fixed + per 128-K step from a line fit")
     print("| case | " + " | ".join(f"k={k}" for k in KS) + " | k=2048 L2 warm | fixed us | us per 128-K step |")
     print("|---|" + "---|" * (len(KS) + 3))
     for name, us in rows:

@@ -42,25 +42,27 @@ L2 = torch.cuda.get_device_properties(0).L2_cache_size
 N = K = 2048
 
 
-def grouped_inputs(max_m, masked, hint, seed=0, wide=False):
-    """wide: b_scale powers of two over 2^-20..2^19, so nearly every 128-K block spreads wider
-    than the fold allows (the exact correction path), like the harness's wide-scale workload."""
+def grouped_inputs(max_m, masked, hint, seed=0, wide=False, k=K):
+    """[a, a_s, b, b_s, masked_m, hint, c] on the GPU. wide: b_scale powers of two over
+    2^-20..2^19, so nearly every 128-K block spreads wider than the fold allows (the exact
+    correction path), like the harness's wide-scale workload."""
     gen = torch.Generator(device=dev).manual_seed(seed)
-    a = torch.randn(4, max_m, K, device=dev, generator=gen).to(torch.float8_e4m3fn)
-    a_s = torch.rand(4, max_m, K // 128, device=dev, generator=gen) + 0.5
-    b = torch.randint(0, 256, (4, N, K // 2), device=dev, generator=gen, dtype=torch.uint8)
+    a = torch.randn(4, max_m, k, device=dev, generator=gen).to(torch.float8_e4m3fn)
+    a_s = torch.rand(4, max_m, k // 128, device=dev, generator=gen) + 0.5
+    b = torch.randint(0, 256, (4, N, k // 2), device=dev, generator=gen, dtype=torch.uint8)
     lo, hi = (-20, 20) if wide else (-8, -5)
-    b_s = torch.exp2(torch.randint(lo, hi, (4, N, K // 32), device=dev, generator=gen).float())
+    b_s = torch.exp2(torch.randint(lo, hi, (4, N, k // 32), device=dev, generator=gen).float())
     mm = torch.tensor(masked, dtype=torch.int32, device=dev)
     c = torch.empty(4, max_m, N, dtype=torch.bfloat16, device=dev)
     return [a, a_s, b, b_s, mm, hint, c]
 
 
-def sparse_inputs(m, seed=0):
+def sparse_inputs(m, seed=0, k=K):
+    """[a_vals, a_meta, b_fp8, c] on the GPU: random bytes for A, B as the harness draws it."""
     gen = torch.Generator(device=dev).manual_seed(seed)
-    vals = torch.randint(-128, 128, (m, K // 4), device=dev, generator=gen, dtype=torch.int8)
-    meta = torch.randint(0, 256, (m, K // 4), device=dev, generator=gen, dtype=torch.uint8)
-    b = torch.randn(N, K, device=dev, generator=gen).clamp(-2, 2).to(torch.float8_e4m3fn)
+    vals = torch.randint(-128, 128, (m, k // 4), device=dev, generator=gen, dtype=torch.int8)
+    meta = torch.randint(0, 256, (m, k // 4), device=dev, generator=gen, dtype=torch.uint8)
+    b = torch.randn(N, k, device=dev, generator=gen).clamp(-2, 2).to(torch.float8_e4m3fn)
     c = torch.empty(m, N, dtype=torch.bfloat16, device=dev)
     return [vals, meta, b, c]
 

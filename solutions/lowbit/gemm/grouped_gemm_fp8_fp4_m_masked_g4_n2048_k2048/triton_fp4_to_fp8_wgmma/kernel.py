@@ -386,7 +386,6 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     """
     KB = K // 128
     KH = K // 2
-    KS = K // 32
     kb_lo = pid_k * (KB // SPLIT_K)
     kb_hi = kb_lo + KB // SPLIT_K
     offs_m = pid_m * BM + tl.arange(0, BM)
@@ -394,19 +393,19 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     m_valid = offs_m < mm
     n_valid = offs_n < N
 
-    a_rows = a_ptr + grp64 * MAX_M * K + offs_m.to(tl.int64) * K
-    as_rows = as_ptr + grp64 * MAX_M * KB + offs_m.to(tl.int64) * KB
-    b_rows = b_ptr + grp64 * N * KH + offs_n.to(tl.int64) * KH
-    bs_rows = bs_ptr + grp64 * N * KS + offs_n.to(tl.int64) * KS
+    a_rows = _a_rows(a_ptr, grp64, offs_m, MAX_M, K)
+    as_rows = _as_rows(as_ptr, grp64, offs_m, MAX_M, K)
+    b_rows = _b_rows(b_ptr, grp64, offs_n, N, K)
+    bs_rows = _bs_rows(bs_ptr, grp64, offs_n, N, K)
     if KPERM:
         # The one-pass loop loads without masks (each mask is a compare and a select per
         # loaded element in its loop): token rows past MAX_M and weight rows past N point at
         # valid rows instead. Their results are never stored (only rows < mm of valid
         # weight rows are), and each output depends only on its own A and B rows.
-        a_rows_k = a_ptr + grp64 * MAX_M * K + tl.minimum(offs_m, MAX_M - 1).to(tl.int64) * K
-        b_rows_k = b_ptr + grp64 * N * KH + tl.minimum(offs_n, N - 1).to(tl.int64) * KH
-        bs_rows_k = bs_ptr + grp64 * N * KS + tl.minimum(offs_n, N - 1).to(tl.int64) * KS
-        as_rows_k = as_ptr + grp64 * MAX_M * KB + tl.minimum(offs_m, MAX_M - 1).to(tl.int64) * KB
+        a_rows_k = _a_rows(a_ptr, grp64, tl.minimum(offs_m, MAX_M - 1), MAX_M, K)
+        as_rows_k = _as_rows(as_ptr, grp64, tl.minimum(offs_m, MAX_M - 1), MAX_M, K)
+        b_rows_k = _b_rows(b_ptr, grp64, tl.minimum(offs_n, N - 1), N, K)
+        bs_rows_k = _bs_rows(bs_ptr, grp64, tl.minimum(offs_n, N - 1), N, K)
 
     k128 = tl.arange(0, 128)
     if SWAP:
@@ -759,13 +758,17 @@ def _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_d
 
 
 @triton.jit
-def _exact_tile_raw(a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, K, BM: tl.constexpr, BN: tl.constexpr,
-                    USE_ASM: tl.constexpr):
+def _exact_tile_raw(a_ptr, as_ptr, b_ptr, bs_ptr, grp64, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
+                    BM: tl.constexpr, BN: tl.constexpr, USE_ASM: tl.constexpr):
     """_exact_tile for 128-wide weight tiles, from the raw codes (decoded here) and the exact
     scales: one K=32 dot per 32-group on fp16 operands, scaled in fp32 by a_scale x b_scale.
     The scales feed the promotion, not the dot, so they are loaded one step ahead by hand.
     (H200, run 18, max_m 512 with no scale folding: 156 us, against 295 for _exact_tile's
     K quarters, which spill at this width, and 207 for the main loop + correction loop.)"""
+    a_rows = _a_rows(a_ptr, grp64, offs_m, MAX_M, K)
+    as_rows = _as_rows(as_ptr, grp64, offs_m, MAX_M, K)
+    b_rows = _b_rows(b_ptr, grp64, offs_n, N, K)
+    bs_rows = _bs_rows(bs_ptr, grp64, offs_n, N, K)
     KS = K // 32
     k32 = tl.arange(0, 32)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -843,9 +846,8 @@ def grouped_tile_gemm_kernel(
                 # all folded; the first block's, loaded above, would be kept across the loop).
                 acc = acc * (tl.load(ref_rows + (KB - 1) * N, mask=n_valid, other=0.0) / tile_ref)[None, :]
             if exact:
-                acc = _exact_tile_raw(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
-                                      _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
-                                      m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
+                acc = _exact_tile_raw(a_ptr, as_ptr, b_ptr, bs_ptr, grp64, offs_m, offs_n, m_valid, n_valid,
+                                      MAX_M, N, K, BM, BN, USE_ASM and CORR_ASM)
         elif BN == 64:
             # 64-wide tiles keep the fourth session's flow (main loop, then the correction
             # loop): with the fallback guess below, three workloads on them ran 3.6-9.4 us
@@ -864,9 +866,8 @@ def grouped_tile_gemm_kernel(
                                grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                                BM, BN, TMA, USE_ASM, CORR_ASM, PLAIN)
         elif BN > 32:
-            acc = _exact_tile_raw(_a_rows(a_ptr, grp64, offs_m, MAX_M, K), _as_rows(as_ptr, grp64, offs_m, MAX_M, K),
-                                  _b_rows(b_ptr, grp64, offs_n, N, K), _bs_rows(bs_ptr, grp64, offs_n, N, K),
-                                  m_valid, n_valid, K, BM, BN, USE_ASM and CORR_ASM)
+            acc = _exact_tile_raw(a_ptr, as_ptr, b_ptr, bs_ptr, grp64, offs_m, offs_n, m_valid, n_valid,
+                                  MAX_M, N, K, BM, BN, USE_ASM and CORR_ASM)
         else:
             acc = _exact_tile(a_ptr, as_ptr, bs_ptr, bq_ptr, ref_rows, ref_first, a_desc, bq_desc,
                               grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
