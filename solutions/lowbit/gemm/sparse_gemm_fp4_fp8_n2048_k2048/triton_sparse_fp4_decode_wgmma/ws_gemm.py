@@ -1,0 +1,174 @@
+"""Warp-specialised FP8 GEMM for Hopper, written in Gluon (Triton's explicit-layout dialect).
+
+c[m, n] = SCALE * sum_k a[m, k] * b[n, k], a and b e4m3 with k contiguous, c bf16.
+
+Why a second GEMM: the Triton FP8 GEMM (kernel.fp8_gemm_*) must promote Hopper's
+reduced-precision MMA sum to fp32 after every wgmma (32 products, see heuristics.ACC_K_HOPPER),
+and Triton then waits for each wgmma before the next, so one CTA's MMA and promotions never
+overlap; only other CTAs on the SM fill the gaps (round 8: ~700 TFLOP/s counted dense at
+m = 8192). Here a persistent CTA has one TMA producer warp and two consumer warpgroups, each
+on its own 64-row half of a 128-row tile and in step with the other only through the shared
+stage barriers, so one warpgroup's fp32 adds run while the other's wgmma does. PP: each
+consumer also keeps two MMA temporaries and promotes one while the next wgmma runs.
+
+Gluon has no interpreter and no portable lowering: callers take this path only on sm_90 with
+a Triton that has Gluon (HAVE_GLUON) and keep the Triton GEMM everywhere else.
+"""
+
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+
+    HAVE_GLUON = True
+except ImportError:  # Triton without Gluon: the Triton GEMM serves every call.
+    HAVE_GLUON = False
+
+# Consumer warpgroups per CTA, each on 64 rows of the BM = 128 tile; the producer is one warp.
+CONSUMERS = 2
+# Registers per thread: the launch's cap (12 warps x 32 x 168 fits the SM's 64 K), the
+# producer's after setmaxnreg, and what the consumers then get (acc + two temporaries of
+# 64 fp32 each with PP).
+MAXNREG = 168
+PRODUCER_REGS = 40
+CONSUMER_REGS = 232
+
+
+if HAVE_GLUON:
+
+    @gluon.jit
+    def _tile_origin(tile, num_pid_m, num_pid_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
+        """Grouped order (GROUP_M row tiles per B column tile), as kernel._tile_ids."""
+        width = GROUP_M * num_pid_n
+        first_m = (tile // width) * GROUP_M
+        size_m = gl.minimum(num_pid_m - first_m, GROUP_M)
+        return (first_m + (tile % width) % size_m) * BM, ((tile % width) // size_m) * BN
+
+    @gluon.jit
+    def _producer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
+                  GROUP_M: gl.constexpr, STAGES: gl.constexpr):
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[0]
+        num_pid_m = gl.cdiv(M, BM)
+        num_pid_n = gl.cdiv(N, BN)
+        it = 0
+        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+            off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+            for k in range(0, K, BK):
+                s = it % STAGES
+                # A fresh barrier counts as having completed the phase before 0.
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                bar = ready.index(s)
+                mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(a_desc, [off_m, k], bar, a_bufs.index(s))
+                tma.async_copy_global_to_shared(b_desc, [off_n, k], bar, b_bufs.index(s))
+                it += 1
+
+    @gluon.jit
+    def _consumer(c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm,
+                  WG: gl.constexpr, SCALE: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+                  ACC_K: gl.constexpr, PP: gl.constexpr):
+        BM: gl.constexpr = a_bufs.type.shape[1]
+        BK: gl.constexpr = a_bufs.type.shape[2]
+        BN: gl.constexpr = b_bufs.type.shape[1]
+        HALF: gl.constexpr = BM // 2
+        STEPS: gl.constexpr = BK // ACC_K
+        layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BN, 32])
+        num_pid_m = gl.cdiv(M, BM)
+        num_pid_n = gl.cdiv(N, BN)
+        # MMA temporaries: each wgmma starts from zero (use_acc=False) and its sum is added
+        # to acc in fp32, so the tensor core's reduced-precision sum spans ACC_K products.
+        t0 = gl.zeros([HALF, BN], gl.float32, layout)
+        t1 = gl.zeros([HALF, BN], gl.float32, layout)
+        it = 0
+        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+            off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+            acc = gl.zeros([HALF, BN], gl.float32, layout)
+            for k in range(0, K, BK):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                a_s = a_bufs.index(s).slice(WG * HALF, HALF, dim=0)
+                b_s = b_bufs.index(s)
+                if PP:
+                    # Two temporaries in flight: promote step j-1 while step j's wgmma runs.
+                    t0 = warpgroup_mma(a_s.slice(0, ACC_K, dim=1), b_s.slice(0, ACC_K, dim=1).permute((1, 0)),
+                                       t0, use_acc=False, is_async=True)
+                    for j in gl.static_range(1, STEPS):
+                        if j % 2 == 1:
+                            t1 = warpgroup_mma(a_s.slice(j * ACC_K, ACC_K, dim=1),
+                                               b_s.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)),
+                                               t1, use_acc=False, is_async=True)
+                            t0 = warpgroup_mma_wait(1, deps=(t0,))
+                            acc = acc + t0
+                        else:
+                            t0 = warpgroup_mma(a_s.slice(j * ACC_K, ACC_K, dim=1),
+                                               b_s.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)),
+                                               t0, use_acc=False, is_async=True)
+                            t1 = warpgroup_mma_wait(1, deps=(t1,))
+                            acc = acc + t1
+                    if STEPS % 2 == 1:
+                        t0 = warpgroup_mma_wait(0, deps=(t0,))
+                        acc = acc + t0
+                    else:
+                        t1 = warpgroup_mma_wait(0, deps=(t1,))
+                        acc = acc + t1
+                else:
+                    for j in gl.static_range(STEPS):
+                        t0 = warpgroup_mma(a_s.slice(j * ACC_K, ACC_K, dim=1),
+                                           b_s.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)),
+                                           t0, use_acc=False, is_async=True)
+                        t0 = warpgroup_mma_wait(0, deps=(t0,))
+                        acc = acc + t0
+                # Every wgmma reading stage s has completed: hand it back to the producer.
+                mbarrier.arrive(empty.index(s), count=1)
+                it += 1
+            rows = off_m + WG * HALF + gl.arange(0, HALF, layout=gl.SliceLayout(1, layout))
+            cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+            mask = (rows < M)[:, None] & (cols < N)[None, :]
+            gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], (acc * SCALE).to(gl.bfloat16), mask=mask)
+
+    @gluon.jit
+    def ws_fp8_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
+                           SCALE: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+                           ACC_K: gl.constexpr, PP: gl.constexpr, PRODUCER_REGS: gl.constexpr,
+                           CONSUMER_REGS: gl.constexpr):
+        """Persistent: grid = min(tiles, SMs). a_desc [BM = 128, BK] and b_desc [BN, BK] boxes
+        (zero-filled past m); num_warps = 4 (the first consumer, Gluon's default partition)."""
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = b_desc.block_type.shape[0]
+        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
+        b_bufs = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BN, BK], b_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)  # both consumers release a stage
+        gl.warp_specialize([
+            (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 0, SCALE, GROUP_M, STAGES,
+                         ACC_K, PP)),
+            (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 1, SCALE, GROUP_M, STAGES,
+                         ACC_K, PP)),
+            (_producer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES)),
+        ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+
+
+def descriptors(a, b, bm=128, bn=128, bk=128):
+    """Gluon TMA descriptors for ws_fp8_gemm_kernel (128-byte swizzle on the K-contiguous boxes)."""
+    a_layout = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float8e4nv)
+    b_layout = gl.NVMMASharedLayout.get_default_for([bn, bk], gl.float8e4nv)
+    return (GluonDescriptor.from_tensor(a, [bm, bk], a_layout), GluonDescriptor.from_tensor(b, [bn, bk], b_layout))
+
+
+def launch(a, b, c, scale, num_sms, stages=4, acc_k=32, pp=False, group_m=8, bn=128):
+    """c = scale * a @ b.T (a [m, k], b [n, k] e4m3, c [m, n] bf16), m >= 1."""
+    (m, k), n = a.shape, b.shape[0]
+    a_desc, b_desc = descriptors(a, b, bn=bn)
+    tiles = -(-m // 128) * -(-n // bn)
+    ws_fp8_gemm_kernel[(min(tiles, num_sms),)](
+        a_desc, b_desc, c, m, n, k, c.stride(0), SCALE=scale, GROUP_M=group_m, STAGES=stages, ACC_K=acc_k,
+        PP=pp, PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS, num_warps=4, maxnreg=MAXNREG)
+    return c
