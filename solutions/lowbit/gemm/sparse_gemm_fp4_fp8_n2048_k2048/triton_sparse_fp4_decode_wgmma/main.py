@@ -340,7 +340,7 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, plan=None, aligned=False):
     if cfg.path == "ws":
         # Gluon's warp-specialised GEMM (sm_90 only; heuristics picks it only where it runs).
         ws_gemm.launch(a_op, b_op, c, 64.0, _device_state(b_fp8).sms, stages=cfg.num_stages, acc_k=cfg.acc_k,
-                       pp=cfg.ws, group_m=cfg.group_m, bn=cfg.BN)
+                       pp=cfg.ws, group_m=cfg.group_m, bm=cfg.BM, bn=cfg.BN)
     elif cfg.path == "tma" and (aligned if plan is not None else _tma_ok(b_op, c)) and c.shape[1] % 8 == 0:
         if plan is None:
             descs = _gemm_descs(a_op, b_op, c, cfg)

@@ -25,14 +25,10 @@ try:
 except ImportError:  # Triton without Gluon: the Triton GEMM serves every call.
     HAVE_GLUON = False
 
-# Consumer warpgroups per CTA, each on 64 rows of the BM = 128 tile; the producer is one warp.
-CONSUMERS = 2
-# Registers per thread: the launch's cap (12 warps x 32 x 168 fits the SM's 64 K), the
-# producer's after setmaxnreg, and what the consumers then get (acc + two temporaries of
-# 64 fp32 each with PP).
-MAXNREG = 168
-PRODUCER_REGS = 40
-CONSUMER_REGS = 232
+# Registers per thread by consumer warpgroups (BM / 64): the launch's cap (all warpgroups,
+# the producer's padded to 4 warps, within the SM's 64 K registers), then what setmaxnreg
+# gives each consumer (acc + MMA temporaries) and the producer.
+REGS = {2: (168, 232, 40), 3: (128, 160, 24), 4: (96, 112, 24)}
 
 
 if HAVE_GLUON:
@@ -47,10 +43,11 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _producer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
-                  GROUP_M: gl.constexpr, STAGES: gl.constexpr):
-        BM: gl.constexpr = a_desc.block_type.shape[0]
+                  C: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr):
+        """One warp: per stage, C boxes of 64 A rows (one per consumer) and one of B."""
         BK: gl.constexpr = a_desc.block_type.shape[1]
         BN: gl.constexpr = b_desc.block_type.shape[0]
+        BM: gl.constexpr = 64 * C
         num_pid_m = gl.cdiv(M, BM)
         num_pid_n = gl.cdiv(N, BN)
         it = 0
@@ -61,19 +58,20 @@ if HAVE_GLUON:
                 # A fresh barrier counts as having completed the phase before 0.
                 mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
                 bar = ready.index(s)
-                mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-                tma.async_copy_global_to_shared(a_desc, [off_m, k], bar, a_bufs.index(s))
+                mbarrier.expect(bar, C * a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                for w in gl.static_range(C):
+                    tma.async_copy_global_to_shared(a_desc, [off_m + 64 * w, k], bar, a_bufs.index(s * C + w))
                 tma.async_copy_global_to_shared(b_desc, [off_n, k], bar, b_bufs.index(s))
                 it += 1
 
     @gluon.jit
     def _consumer(c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm,
-                  WG: gl.constexpr, SCALE: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
-                  ACC_K: gl.constexpr, PP: gl.constexpr):
-        BM: gl.constexpr = a_bufs.type.shape[1]
+                  WG: gl.constexpr, C: gl.constexpr, SCALE: gl.constexpr, GROUP_M: gl.constexpr,
+                  STAGES: gl.constexpr, ACC_K: gl.constexpr, PP: gl.constexpr):
+        HALF: gl.constexpr = a_bufs.type.shape[1]  # 64 rows per consumer warpgroup (one wgmma M)
         BK: gl.constexpr = a_bufs.type.shape[2]
         BN: gl.constexpr = b_bufs.type.shape[1]
-        HALF: gl.constexpr = BM // 2
+        BM: gl.constexpr = HALF * C
         STEPS: gl.constexpr = BK // ACC_K
         layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 32])
@@ -90,7 +88,7 @@ if HAVE_GLUON:
             for k in range(0, K, BK):
                 s = it % STAGES
                 mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-                a_s = a_bufs.index(s).slice(WG * HALF, HALF, dim=0)
+                a_s = a_bufs.index(s * C + WG)
                 b_s = b_bufs.index(s)
                 if PP:
                     # Two temporaries in flight: promote step j-1 while step j's wgmma runs.
@@ -134,41 +132,70 @@ if HAVE_GLUON:
     def ws_fp8_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
                            SCALE: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
                            ACC_K: gl.constexpr, PP: gl.constexpr, PRODUCER_REGS: gl.constexpr,
-                           CONSUMER_REGS: gl.constexpr):
-        """Persistent: grid = min(tiles, SMs). a_desc [BM = 128, BK] and b_desc [BN, BK] boxes
-        (zero-filled past m); num_warps = 4 (the first consumer, Gluon's default partition)."""
-        BM: gl.constexpr = a_desc.block_type.shape[0]
+                           CONSUMER_REGS: gl.constexpr, C: gl.constexpr):
+        """Persistent: grid = min(tiles, SMs); tiles of 64 * C rows by BN. a_desc [64, BK] and
+        b_desc [BN, BK] boxes (zero-filled past m); num_warps = 4 (the first consumer, Gluon's
+        default partition)."""
         BK: gl.constexpr = a_desc.block_type.shape[1]
         BN: gl.constexpr = b_desc.block_type.shape[0]
-        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
+        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES * C, 64, BK], a_desc.layout)
         b_bufs = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BN, BK], b_desc.layout)
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(STAGES):
             mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=2)  # both consumers release a stage
-        gl.warp_specialize([
-            (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 0, SCALE, GROUP_M, STAGES,
-                         ACC_K, PP)),
-            (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 1, SCALE, GROUP_M, STAGES,
-                         ACC_K, PP)),
-            (_producer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, GROUP_M, STAGES)),
-        ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+            mbarrier.init(empty.index(i), count=C)  # every consumer releases a stage
+        # Gluon wants the partition list spelled out, so one branch per consumer count.
+        if C == 2:
+            gl.warp_specialize([
+                (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 0, C, SCALE, GROUP_M, STAGES,
+                             ACC_K, PP)),
+                (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 1, C, SCALE, GROUP_M, STAGES,
+                             ACC_K, PP)),
+                (_producer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, C, GROUP_M, STAGES)),
+            ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+        elif C == 3:
+            gl.warp_specialize([
+                (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 0, C, SCALE, GROUP_M, STAGES,
+                             ACC_K, PP)),
+                (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 1, C, SCALE, GROUP_M, STAGES,
+                             ACC_K, PP)),
+                (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 2, C, SCALE, GROUP_M, STAGES,
+                             ACC_K, PP)),
+                (_producer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, C, GROUP_M, STAGES)),
+            ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
+        else:
+            gl.static_assert(C == 4, "2, 3 or 4 consumer warpgroups")
+            gl.warp_specialize([
+                (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 0, C, SCALE, GROUP_M, STAGES,
+                             ACC_K, PP)),
+                (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 1, C, SCALE, GROUP_M, STAGES,
+                             ACC_K, PP)),
+                (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 2, C, SCALE, GROUP_M, STAGES,
+                             ACC_K, PP)),
+                (_consumer, (c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm, 3, C, SCALE, GROUP_M, STAGES,
+                             ACC_K, PP)),
+                (_producer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, C, GROUP_M, STAGES)),
+            ], [4, 4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
 
 
-def descriptors(a, b, bm=128, bn=128, bk=128):
-    """Gluon TMA descriptors for ws_fp8_gemm_kernel (128-byte swizzle on the K-contiguous boxes)."""
-    a_layout = gl.NVMMASharedLayout.get_default_for([bm, bk], gl.float8e4nv)
+def descriptors(a, b, bn=128, bk=128):
+    """Gluon TMA descriptors for ws_fp8_gemm_kernel (128-byte swizzle on the K-contiguous
+    boxes): 64 rows of a, bn rows of b."""
+    a_layout = gl.NVMMASharedLayout.get_default_for([64, bk], gl.float8e4nv)
     b_layout = gl.NVMMASharedLayout.get_default_for([bn, bk], gl.float8e4nv)
-    return (GluonDescriptor.from_tensor(a, [bm, bk], a_layout), GluonDescriptor.from_tensor(b, [bn, bk], b_layout))
+    return (GluonDescriptor.from_tensor(a, [64, bk], a_layout), GluonDescriptor.from_tensor(b, [bn, bk], b_layout))
 
 
-def launch(a, b, c, scale, num_sms, stages=4, acc_k=32, pp=False, group_m=8, bn=128):
-    """c = scale * a @ b.T (a [m, k], b [n, k] e4m3, c [m, n] bf16), m >= 1."""
+def launch(a, b, c, scale, num_sms, stages=4, acc_k=32, pp=False, group_m=8, bm=128, bn=128):
+    """c = scale * a @ b.T (a [m, k], b [n, k] e4m3, c [m, n] bf16), m >= 1; bm = 64 per
+    consumer warpgroup (128, 192 or 256)."""
     (m, k), n = a.shape, b.shape[0]
     a_desc, b_desc = descriptors(a, b, bn=bn)
-    tiles = -(-m // 128) * -(-n // bn)
+    tiles = -(-m // bm) * -(-n // bn)
+    maxnreg, consumer_regs, producer_regs = REGS[bm // 64]
     ws_fp8_gemm_kernel[(min(tiles, num_sms),)](
         a_desc, b_desc, c, m, n, k, c.stride(0), SCALE=scale, GROUP_M=group_m, STAGES=stages, ACC_K=acc_k,
-        PP=pp, PRODUCER_REGS=PRODUCER_REGS, CONSUMER_REGS=CONSUMER_REGS, num_warps=4, maxnreg=MAXNREG)
+        PP=pp, PRODUCER_REGS=producer_regs, CONSUMER_REGS=consumer_regs, C=bm // 64, num_warps=4,
+        maxnreg=maxnreg)
     return c
