@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_sparse_gemm as g  # noqa: E402  (inputs, oracle, checks and timing of the sparse script)
 
 H, sol = g.H, g.sol
-WS_M = tuple(int(x) for x in os.environ.get("WS_M", "1000,512,1024,2048,4096,8192").split(","))
+WS_M = tuple(int(x) for x in os.environ.get("WS_M", "1000,1024,2048,4096,8192").split(","))
 
 
 def ws(bm, bn, stages, pp=False, group_m=8):
@@ -29,10 +29,12 @@ def ws(bm, bn, stages, pp=False, group_m=8):
 
 
 # Round 13a (first run): 2 consumers on 128x128 lost to the chosen GEMM from m = 512 (8192:
-# 104.0 us with 6 stages against 95.0), PP lost more (139-140); 4 stages or GROUP_M 16 no
-# better. Round 13b: 3 and 4 consumer warpgroups.
-VARIANTS = {"ws128x128s6": ws(128, 128, 6), "ws192x128s4": ws(192, 128, 4), "ws192x128s5": ws(192, 128, 5),
-            "ws256x64s4": ws(256, 64, 4), "ws256x64s5": ws(256, 64, 5)}
+# 104.0 us with 6 stages against 95.0), PP (two 64x128 temporaries, which spilled) lost more
+# (139-140); 4 stages or GROUP_M 16 no better. Round 13b: 3 consumers (192x128) and 4
+# (256x64) lost too (8192: 106.5 and 113.0 against 94.1). Round 13c: PP as column halves
+# (two 64x64 temporaries, no spill).
+VARIANTS = {"ws128x128s6": ws(128, 128, 6), "ws128x128s6pp": ws(128, 128, 6, pp=True),
+            "ws128x128s4pp": ws(128, 128, 4, pp=True), "ws128x128s6ppg16": ws(128, 128, 6, pp=True, group_m=16)}
 
 
 def main():

@@ -9,7 +9,8 @@ overlap; only other CTAs on the SM fill the gaps (round 8: ~700 TFLOP/s counted 
 m = 8192). Here a persistent CTA has one TMA producer warp and two consumer warpgroups, each
 on its own 64-row half of a 128-row tile and in step with the other only through the shared
 stage barriers, so one warpgroup's fp32 adds run while the other's wgmma does. PP: each
-consumer also keeps two MMA temporaries and promotes one while the next wgmma runs.
+consumer also alternates the tile's column halves, adding one half's wgmma result while the
+other's runs.
 
 Gluon has no interpreter and no portable lowering: callers take this path only on sm_90 with
 a Triton that has Gluon (HAVE_GLUON) and keep the Triton GEMM everywhere else.
@@ -68,65 +69,84 @@ if HAVE_GLUON:
     def _consumer(c_ptr, a_bufs, b_bufs, ready, empty, M, N, K, stride_cm,
                   WG: gl.constexpr, C: gl.constexpr, SCALE: gl.constexpr, GROUP_M: gl.constexpr,
                   STAGES: gl.constexpr, ACC_K: gl.constexpr, PP: gl.constexpr):
+        """Rows [64 WG, 64 WG + 64) of each tile. Every wgmma starts from zero (use_acc=False)
+        and its ACC_K-product sum is added to an fp32 accumulator, so the tensor core's
+        reduced-precision sum never spans more than ACC_K products (the Triton GEMM's order).
+        PP: the tile's two column halves alternate, so the adds of one half's wgmma run while
+        the other half's is in flight (temporaries of 64 x BN / 2: 128 registers in all)."""
         HALF: gl.constexpr = a_bufs.type.shape[1]  # 64 rows per consumer warpgroup (one wgmma M)
         BK: gl.constexpr = a_bufs.type.shape[2]
         BN: gl.constexpr = b_bufs.type.shape[1]
         BM: gl.constexpr = HALF * C
         STEPS: gl.constexpr = BK // ACC_K
-        layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, BN, 32])
         num_pid_m = gl.cdiv(M, BM)
         num_pid_n = gl.cdiv(N, BN)
-        # MMA temporaries: each wgmma starts from zero (use_acc=False) and its sum is added
-        # to acc in fp32, so the tensor core's reduced-precision sum spans ACC_K products.
-        t0 = gl.zeros([HALF, BN], gl.float32, layout)
-        t1 = gl.zeros([HALF, BN], gl.float32, layout)
         it = 0
-        for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-            off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
-            acc = gl.zeros([HALF, BN], gl.float32, layout)
-            for k in range(0, K, BK):
-                s = it % STAGES
-                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-                a_s = a_bufs.index(s * C + WG)
-                b_s = b_bufs.index(s)
-                if PP:
-                    # Two temporaries in flight: promote step j-1 while step j's wgmma runs.
-                    t0 = warpgroup_mma(a_s.slice(0, ACC_K, dim=1), b_s.slice(0, ACC_K, dim=1).permute((1, 0)),
-                                       t0, use_acc=False, is_async=True)
-                    for j in gl.static_range(1, STEPS):
-                        if j % 2 == 1:
-                            t1 = warpgroup_mma(a_s.slice(j * ACC_K, ACC_K, dim=1),
-                                               b_s.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)),
-                                               t1, use_acc=False, is_async=True)
-                            t0 = warpgroup_mma_wait(1, deps=(t0,))
-                            acc = acc + t0
-                        else:
-                            t0 = warpgroup_mma(a_s.slice(j * ACC_K, ACC_K, dim=1),
-                                               b_s.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)),
-                                               t0, use_acc=False, is_async=True)
-                            t1 = warpgroup_mma_wait(1, deps=(t1,))
-                            acc = acc + t1
-                    if STEPS % 2 == 1:
-                        t0 = warpgroup_mma_wait(0, deps=(t0,))
-                        acc = acc + t0
-                    else:
-                        t1 = warpgroup_mma_wait(0, deps=(t1,))
-                        acc = acc + t1
-                else:
+        if PP:
+            NH: gl.constexpr = BN // 2
+            hl: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, NH, 32])
+            t_lo = gl.zeros([HALF, NH], gl.float32, hl)
+            t_hi = gl.zeros([HALF, NH], gl.float32, hl)
+            for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+                off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+                acc_lo = gl.zeros([HALF, NH], gl.float32, hl)
+                acc_hi = gl.zeros([HALF, NH], gl.float32, hl)
+                for k in range(0, K, BK):
+                    s = it % STAGES
+                    mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                    a_s = a_bufs.index(s * C + WG)
+                    b_lo = b_bufs.index(s).slice(0, NH, dim=0)
+                    b_hi = b_bufs.index(s).slice(NH, NH, dim=0)
                     for j in gl.static_range(STEPS):
-                        t0 = warpgroup_mma(a_s.slice(j * ACC_K, ACC_K, dim=1),
-                                           b_s.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)),
-                                           t0, use_acc=False, is_async=True)
-                        t0 = warpgroup_mma_wait(0, deps=(t0,))
-                        acc = acc + t0
-                # Every wgmma reading stage s has completed: hand it back to the producer.
-                mbarrier.arrive(empty.index(s), count=1)
-                it += 1
-            rows = off_m + WG * HALF + gl.arange(0, HALF, layout=gl.SliceLayout(1, layout))
-            cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-            mask = (rows < M)[:, None] & (cols < N)[None, :]
-            gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], (acc * SCALE).to(gl.bfloat16), mask=mask)
+                        a_j = a_s.slice(j * ACC_K, ACC_K, dim=1)
+                        t_lo = warpgroup_mma(a_j, b_lo.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)), t_lo,
+                                             use_acc=False, is_async=True)
+                        if j > 0:  # the previous high half is done: add it while t_lo runs
+                            t_hi = warpgroup_mma_wait(1, deps=(t_hi,))
+                            acc_hi = acc_hi + t_hi
+                        t_hi = warpgroup_mma(a_j, b_hi.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)), t_hi,
+                                             use_acc=False, is_async=True)
+                        t_lo = warpgroup_mma_wait(1, deps=(t_lo,))
+                        acc_lo = acc_lo + t_lo
+                    # The stage's last wgmma (loop-carried values must be plain tensors).
+                    t_hi = warpgroup_mma_wait(0, deps=(t_hi,))
+                    acc_hi = acc_hi + t_hi
+                    mbarrier.arrive(empty.index(s), count=1)
+                    it += 1
+                rows = off_m + WG * HALF + gl.arange(0, HALF, layout=gl.SliceLayout(1, hl))
+                cols = off_n + gl.arange(0, NH, layout=gl.SliceLayout(0, hl))
+                mask = (rows < M)[:, None] & (cols < N)[None, :]
+                ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :]
+                gl.store(ptrs, (acc_lo * SCALE).to(gl.bfloat16), mask=mask)
+                mask = (rows < M)[:, None] & (cols + NH < N)[None, :]
+                gl.store(ptrs + NH, (acc_hi * SCALE).to(gl.bfloat16), mask=mask)
+        else:
+            layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BN, 32])
+            t = gl.zeros([HALF, BN], gl.float32, layout)
+            for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+                off_m, off_n = _tile_origin(tile, num_pid_m, num_pid_n, BM, BN, GROUP_M)
+                acc = gl.zeros([HALF, BN], gl.float32, layout)
+                for k in range(0, K, BK):
+                    s = it % STAGES
+                    mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                    a_s = a_bufs.index(s * C + WG)
+                    b_s = b_bufs.index(s)
+                    for j in gl.static_range(STEPS):
+                        t = warpgroup_mma(a_s.slice(j * ACC_K, ACC_K, dim=1),
+                                          b_s.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)),
+                                          t, use_acc=False, is_async=True)
+                        t = warpgroup_mma_wait(0, deps=(t,))
+                        acc = acc + t
+                    # Every wgmma reading stage s has completed: hand it back to the producer.
+                    mbarrier.arrive(empty.index(s), count=1)
+                    it += 1
+                rows = off_m + WG * HALF + gl.arange(0, HALF, layout=gl.SliceLayout(1, layout))
+                cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+                mask = (rows < M)[:, None] & (cols < N)[None, :]
+                gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], (acc * SCALE).to(gl.bfloat16),
+                         mask=mask)
 
     @gluon.jit
     def ws_fp8_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
