@@ -10,6 +10,7 @@ methods). A table is printed last.
 Usage: cd /work/main; PYTHONUNBUFFERED=1 python3 scripts/gpu_ws_gemm.py   (WS_M: comma list of m)
 """
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_sparse_gemm as g  # noqa: E402  (inputs, oracle, checks and timing of the sparse script)
 
 H, sol = g.H, g.sol
-WS_M = tuple(int(x) for x in os.environ.get("WS_M", "1000,1024,2048,4096,8192").split(","))
+WS_M = tuple(int(x) for x in os.environ.get("WS_M", "2048,8192").split(","))
 
 
 def ws(bm, bn, stages, pp=False, group_m=8):
@@ -32,9 +33,22 @@ def ws(bm, bn, stages, pp=False, group_m=8):
 # 104.0 us with 6 stages against 95.0), PP (two 64x128 temporaries, which spilled) lost more
 # (139-140); 4 stages or GROUP_M 16 no better. Round 13b: 3 consumers (192x128) and 4
 # (256x64) lost too (8192: 106.5 and 113.0 against 94.1). Round 13c: PP as column halves
-# (two 64x64 temporaries, no spill).
-VARIANTS = {"ws128x128s6": ws(128, 128, 6), "ws128x128s6pp": ws(128, 128, 6, pp=True),
-            "ws128x128s4pp": ws(128, 128, 4, pp=True), "ws128x128s6ppg16": ws(128, 128, 6, pp=True, group_m=16)}
+# (two 64x64 temporaries, no spill): no change (8192 105.1). Round 13d (diagnostic): what
+# the promotion costs, with fewer promotions than the check allows (64 and 128 products),
+# in both GEMMs, and the A decode alone.
+VARIANTS = {"ws128x128s6": ws(128, 128, 6), "ws_acc64": dataclasses.replace(ws(128, 128, 6), acc_k=64),
+            "ws_acc128": dataclasses.replace(ws(128, 128, 6), acc_k=128)}
+
+
+def triton_acc(m, acc_k):
+    return dataclasses.replace(H.choose(m, g.N, g.K, (9, 0)), acc_k=acc_k)
+
+
+def decode_only(a_vals, a_meta, b, c):
+    m, groups = a_vals.shape
+    a_op = torch.empty((m, 4 * groups), dtype=torch.float8_e4m3fn, device=b.device)
+    sol.decode_a_kernel[(-(-m * groups // H.DECODE_BLOCK),)](a_vals, a_meta, a_op, m * groups,
+                                                            BLOCK=H.DECODE_BLOCK, num_warps=4)
 
 
 def main():
@@ -44,10 +58,11 @@ def main():
         ref = g.dense_a64(a_vals, a_meta) @ b.double().T
         chosen = torch.full((m, g.N), float("nan"), dtype=torch.bfloat16, device=g.DEV)
         sol.sparse_gemm_fp4_fp8(a_vals, a_meta, b, chosen)
-        rows = {"chosen": H.choose(m, g.N, g.K, (9, 0))}
+        rows = {"chosen": H.choose(m, g.N, g.K, (9, 0)), "triton_acc128": triton_acc(m, 128),
+                "decode_only": "decode"}
         rows.update(VARIANTS)
         for name, cfg in rows.items():
-            fn = g.launcher(cfg)
+            fn = decode_only if cfg == "decode" else g.launcher(cfg)
             try:
                 c = torch.full((m, g.N), float("nan"), dtype=torch.bfloat16, device=g.DEV)
                 fn(a_vals, a_meta, b, c)

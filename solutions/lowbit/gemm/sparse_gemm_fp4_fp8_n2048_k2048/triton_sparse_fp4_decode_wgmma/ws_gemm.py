@@ -133,12 +133,14 @@ if HAVE_GLUON:
                     mbarrier.wait(ready.index(s), (it // STAGES) & 1)
                     a_s = a_bufs.index(s * C + WG)
                     b_s = b_bufs.index(s)
-                    for j in gl.static_range(STEPS):
-                        t = warpgroup_mma(a_s.slice(j * ACC_K, ACC_K, dim=1),
-                                          b_s.slice(j * ACC_K, ACC_K, dim=1).permute((1, 0)),
-                                          t, use_acc=False, is_async=True)
-                        t = warpgroup_mma_wait(0, deps=(t,))
-                        acc = acc + t
+                    for j in gl.static_range(BK // 32):
+                        # One wgmma per 32 along K, chained ACC_K / 32 deep before the add.
+                        t = warpgroup_mma(a_s.slice(j * 32, 32, dim=1),
+                                          b_s.slice(j * 32, 32, dim=1).permute((1, 0)),
+                                          t, use_acc=(j % (ACC_K // 32)) != 0, is_async=True)
+                        if (j + 1) % (ACC_K // 32) == 0:
+                            t = warpgroup_mma_wait(0, deps=(t,))
+                            acc = acc + t
                     # Every wgmma reading stage s has completed: hand it back to the producer.
                     mbarrier.arrive(empty.index(s), count=1)
                     it += 1
