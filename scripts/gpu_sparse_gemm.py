@@ -17,6 +17,8 @@ Modes (arguments; default all three):
             B as FlashInfer-Bench draws it), 3 seeds, mismatches and time, beside the fp16 path.
   few       round 12: the FP32-unit kernel (m = 1's path) at a few rows and the few-row
             GEMM with all of K in flight, beside the chosen path; SWEEP_M as for sweep.
+  decode    round 13e (eleventh session): decode_a_kernel's groups per program (BLOCK) and warps,
+            the decode alone and the whole call (checked first), per m in DECODE_M.
   pdlcheck  m = 8192 as the harness draws it (pruned meta, random vals, fresh B), PDL on/off,
             each after an m = 4096 call that leaves other data in the workspace.
 A compact table is printed last; details go to $OUT/sparse_gemm_results.jsonl.
@@ -387,6 +389,47 @@ def pdl_check():
             print(f"pdlcheck seed={seed} pdl={pdl}: mismatches/max_abs {res}", flush=True)
 
 
+DECODE_M = (16, 64, 256, 1024, 2048, 8192)
+DECODE_VARIANTS = ((128, 4), (256, 4), (512, 4), (1024, 4), (2048, 4), (2048, 8), (4096, 8))
+
+
+def decode_sweep():
+    """Round 13d found the A decode alone at 10.1 us (m = 8192) and 3.5 (2048) after a
+    memset: 24 MB moved at ~2.4 TB/s, each thread holding 4 groups (4-byte loads). Per
+    (BLOCK, warps): the whole call through run() (checked against the oracle, NaN-poisoned)
+    and the decode launch alone, both after a 128 MiB memset; rotating sets for the call."""
+    saved = sol.DECODE_BLOCK, sol._DECODE_OPTS
+    rows = []
+    try:
+        for m in DECODE_M:
+            a_vals, a_meta, b = make_harness_like(m, seed=3000 + m)
+            ref = dense_a64(a_vals, a_meta) @ b.double().T
+            c = torch.empty(m, N, dtype=torch.bfloat16, device=DEV)
+            work = torch.empty((m, K), dtype=torch.float8_e4m3fn, device=DEV)
+            for block, warps in DECODE_VARIANTS:
+                sol.DECODE_BLOCK, sol._DECODE_OPTS = block, dict(BLOCK=block, num_warps=warps)
+                sol._DEVICES.clear()  # plans hold the compiled decode launch
+                grid = (-(-m * (K // 4) // block),)
+                dec = lambda: sol.decode_a_kernel[grid](a_vals, a_meta, work, m * (K // 4), BLOCK=block,  # noqa: E731
+                                                       num_warps=warps)
+                ok, rel, _ = check(f"decode{block}w{warps}", sol.run, m, a_vals, a_meta, b, ref)
+                call = bench_graph(lambda: sol.run(a_vals, a_meta, b, c))
+                rot = time_call(sol.run, [a_vals, a_meta, b, c], L2_BYTES).median_us
+                alone = bench_graph(dec)
+                log(kind="decode", m=m, block=block, warps=warps, call_memset=call, call_rotating=rot,
+                    decode_memset=alone, ok=ok)
+                print(f"m={m:5d} BLOCK {block:5d} w{warps}: call {rot:7.2f} / {call:7.2f} us, decode alone "
+                      f"{alone:6.2f} us {'ok' if ok else 'BAD'}")
+                rows.append((m, block, warps, rot, call, alone, ok))
+    finally:
+        sol.DECODE_BLOCK, sol._DECODE_OPTS = saved
+        sol._DEVICES.clear()
+    print("\n| m | BLOCK | warps | call, rotating us | call, after memset us | decode alone us | check |")
+    print("|---|---|---|---|---|---|---|")
+    for m, block, warps, rot, call, alone, ok in rows:
+        print(f"| {m} | {block} | {warps} | {rot:.2f} | {call:.2f} | {alone:.2f} | {'pass' if ok else 'FAIL'} |")
+
+
 def main():
     t0 = time.time()
     modes = set(sys.argv[1:]) or {"sweep", "validate", "time"}
@@ -403,6 +446,8 @@ def main():
         acc_mode((1024, 2048), bigm_variants)
     if "pdlcheck" in modes:
         pdl_check()
+    if "decode" in modes:
+        decode_sweep()
     if "validate" in modes:
         for m in VALIDATE_M:
             for kind in ("random", "wellformed", "harness"):

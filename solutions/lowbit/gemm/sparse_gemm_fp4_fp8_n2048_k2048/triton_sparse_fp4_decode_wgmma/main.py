@@ -22,7 +22,6 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import ws_gemm
 from .heuristics import DECODE16_BLOCK_A, DECODE16_BLOCK_B, DECODE_BLOCK, DEFAULT_SMS, K_MULTIPLE, choose
 from .kernel import (decode_a_kernel, decode_f16_kernel, fp8_gemm_kernel, fp8_gemm_tma_kernel,
                      fused_gemm_kernel, gdc_wait, small_m_fma_kernel, small_m_mma_kernel, stream_kernel)
@@ -337,11 +336,7 @@ def launch_gemm(a_vals, a_meta, b_fp8, c, cfg, plan=None, aligned=False):
         a_op, b_op = torch.empty((m, k), dtype=_FP8, device=c.device), b_fp8
         _plan_launch(plan, "decode", decode_a_kernel, (_cdiv(total, DECODE_BLOCK), 1, 1),
                      (a_vals, a_meta, a_op, total), lambda: dict(_DECODE_OPTS, PDL=cfg.pdl), dev, aligned)
-    if cfg.path == "ws":
-        # Gluon's warp-specialised GEMM (sm_90 only; heuristics picks it only where it runs).
-        ws_gemm.launch(a_op, b_op, c, 64.0, _device_state(b_fp8).sms, stages=cfg.num_stages, acc_k=cfg.acc_k,
-                       pp=cfg.ws, group_m=cfg.group_m, bm=cfg.BM, bn=cfg.BN)
-    elif cfg.path == "tma" and (aligned if plan is not None else _tma_ok(b_op, c)) and c.shape[1] % 8 == 0:
+    if cfg.path == "tma" and (aligned if plan is not None else _tma_ok(b_op, c)) and c.shape[1] % 8 == 0:
         if plan is None:
             descs = _gemm_descs(a_op, b_op, c, cfg)
         else:
