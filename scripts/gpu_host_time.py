@@ -162,29 +162,12 @@ def _grouped_variants(cfg):
     """Two-pass shapes. Sixth session: run 22 (device-made TMA descriptors: dropped), runs
     22-23 (pointer loads, register caps on 64x128, PDL: the cap of 168 and PDL taken, now the
     heuristic's), run 25 (stages on 64x128); those variants are in git history (commit
-    e22804f). Eighth session: run 34 gave the decode pass 8 warps or 128 weight rows per
-    program (no change); run 36 gave each decode program 2, 4 or 8 adjacent 128-K blocks
-    (decode_kb: 4 on 8 warps taken), harness run R then lost 3.9 us where one group of four
-    has rows (a quarter of the programs work: one per SM); run 37 compared shapes that keep
-    as many working programs per group as one block each did (16 rows x 4 blocks on 4 warps
-    taken: "now" since; those variants are in git history, commit 8652f7a). Ninth session,
-    run 42: the 128-wide tiles' row-referenced decode and lean loop (the harness's many-row
-    workloads: 512 full, ~260 of 512, 1024, 2048, 4096 with ~870 rows); run 43 the same on
-    the 64-wide tiles (the cases now listed)."""
-    rep = dataclasses.replace
-    v = {"now": cfg}
-    if cfg.BN in (64, 128):
-        # Ninth session, run 42: the row-referenced decode and the GEMM's lean loop
-        # (row_ref), with a register cap of 168 (3 CTAs per SM) and with none (2).
-        v["row_r168"] = rep(cfg, row_ref=True, maxnreg=168)
-        v["row_r0"] = rep(cfg, row_ref=True, maxnreg=0)
-        v["now_r168" if cfg.maxnreg == 0 else "now_r0"] = rep(cfg, maxnreg=168 if cfg.maxnreg == 0 else 0)
-    # Tenth session (run 44): more pipeline stages, more of K in flight per CTA, as the sparse
-    # few-row GEMM gained 0.4-0.6 us from 3 to 5 stages. Nothing taken: each extra stage here
-    # cost a CTA per SM (up to 8 us slower).
-    for stages in {32: (8, 10), 64: (5, 6), 128: (4,)}.get(cfg.BN, ()):
-        v[f"s{stages}"] = rep(cfg, num_stages=stages)
-    return v
+    e22804f). Eighth session: runs 34, 36, 37 (the decode pass's shape; commit 8652f7a).
+    Ninth and tenth sessions: runs 42-44 (row_ref on the 64- and 128-wide tiles, register
+    caps, more stages; commit cfe773d). Eleventh session, run 46: the dependent launch (PDL)
+    switched the other way, since --validate in that session measured it 0.7-2.0 us slower
+    on most 64- and 128-wide tiles and 0.8-1.8 faster on the 32-wide ones."""
+    return {"now": cfg, f"pdl={not cfg.pdl}": dataclasses.replace(cfg, pdl=not cfg.pdl)}
 
 
 def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
@@ -255,8 +238,11 @@ def variants_ab(g, s):
         cases.append((f"grouped max_m={max_m} hint={hint}{' wide' if wide else ''} rows={max(masked)}", args, fns,
                       grouped_gemm_oracle(*args[:5])))
     # The harness's two-pass workloads, with its hints (workloads/gemm/*.jsonl).
-    for max_m, masked, hint in ((64, [8, 21, 32, 13], 22), (128, [27, 9, 32, 18], 25), (200, [200, 143, 67, 1], 123),
-                                (256, [-7, 300, 0, 100], 106), (512, [512] * 4, 614), (4096, [141, 248, 152, 150], 230)):
+    for max_m, masked, hint in ((64, [8, 21, 32, 13], 22), (128, [27, 9, 32, 18], 25), (128, [64, 90, 40, 128], 96),
+                                (200, [200, 143, 67, 1], 123), (256, [0, 256, 0, 0], 1), (256, [-7, 300, 0, 100], 106),
+                                (512, [512] * 4, 614), (512, [307, 410, 512, 205], 311),
+                                (1024, [700, 900, 1024, 500], 908), (2048, [1536] * 4, 1830),
+                                (4096, [141, 248, 152, 150], 230), (4096, [1100, 950, 1300, 870], 1228)):
         if only and "grouped" not in only:
             break
         args = grouped_inputs(max_m, masked, hint)
