@@ -146,22 +146,16 @@ def sweep_variants(m):
 
 def few_row_variants(m):
     """Round 12 (tenth session): the FP32-unit kernel (m = 1's path) at a few more rows, and
-    the few-row GEMM with its whole K in flight (as many stages as K steps, as the FP32-unit
-    kernel loads its B whole), beside the chosen path; from 128 rows (round 12c) the FP8
-    tiles with more stages. (Round 12's one-launch decode + GEMM variants are in git
-    history, commit af4262d.)"""
+    the few-row GEMM with its whole K in flight, beside the chosen path; from 128 rows (round
+    12c) the FP8 tiles with more stages (those variants are in git history, commit cfe773d;
+    round 12's one-launch decode + GEMM ones at af4262d). Round 13f (eleventh session): the
+    FP32-unit kernel's 2- and 1-row tiles (m = 2's and m = 1's) over several row tiles, each
+    row tile streaming B again (from L2 after the first), where round 12b's 4- and 8-row
+    tiles over all the rows lost."""
     v = {"chosen_now": H.choose(m, N, K, (9, 0))}
-    tiles = {2: ((2, 8, 1024), (2, 4, 2048)), 3: ((4, 8, 512), (4, 4, 1024)), 4: ((4, 8, 512), (4, 4, 1024)),
-             7: ((8, 4, 512),)}
-    for bm, bn, bk in tiles.get(m, ()):
-        v[f"fma_{bm}x{bn}x{bk}"] = H.SmallConfig(BM=bm, BN=bn, BK=bk)
-    if 3 <= m <= 128:
-        for bm, bn, bk, st in ((32, 32, 256, 5), (32, 32, 256, 8), (32, 16, 256, 8), (32, 32, 128, 8)):
-            v[f"e4m3A_{bm}x{bn}x{bk}_s{st}"] = G(bm, bn, bk, 4, st, acc_k=H.ACC_F16)
-    if m >= 128:  # round 12c: the FP8 tiles (promoted every 32 products) with more of K in flight
-        for bm, bn, bk, st in ((64, 32, 128, 6), (64, 32, 128, 8), (64, 32, 256, 4), (64, 64, 128, 4),
-                               (64, 64, 128, 6), (64, 64, 256, 3)):
-            v[f"fp8_{bm}x{bn}x{bk}_s{st}"] = G(bm, bn, bk, 4, st, acc_k=32)
+    if 3 <= m <= 16:
+        for bm, bn in ((2, 4), (1, 8)):
+            v[f"fma_{bm}x{bn}x2048_over_{-(-m // bm)}_row_tiles"] = H.SmallConfig(BM=bm, BN=bn, BK=2048)
     return v
 
 
