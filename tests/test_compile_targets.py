@@ -1,0 +1,277 @@
+"""Every Triton kernel launch of the two solutions compiles for sm_90a (H200) and sm_100a (B200).
+
+We measure on an H200, but the leaderboard runs on B200s, which we cannot run. Triton compiles
+for a GPU it is not running on (its wheel carries ptxas), so this file catches a kernel that
+would fail to compile on either GPU, without a GPU.
+
+For each GPU, both solutions' `run` entry points are called with the definitions' sizes
+(n = k = 2048, g = 4; a range of max_m, expected_m and m) on fake CUDA tensors (torch's
+FakeTensorMode: shapes and dtypes, no memory), with torch.cuda reporting that GPU's compute
+capability and SM count, and with main.py's Triton kernels replaced by recorders. So the
+heuristics' configs, the constexprs, compile options (PDL, maxnreg), TMA descriptors and
+arguments are the ones main.py itself derives on that GPU: nothing of main.py is repeated
+here. Each distinct launch (kernel, constexprs, options, argument types and the integer
+specializations Triton makes) is compiled once, down to a cubin, inline PTX included.
+
+The compiles run in one subprocess per GPU, side by side, without TRITON_INTERPRET: on a
+machine without a GPU the suite sets it (conftest.py) before Triton is imported, and Triton's
+own library functions are then built for the interpreter, which cannot compile a kernel.
+About 40 s on two CPU cores with an empty Triton cache, 10 s with a warm one.
+"""
+
+import contextlib
+import functools
+import importlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+from unittest import mock
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from triton.runtime.jit import JITFunction
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+try:  # Triton internals this file binds launches with (the same in 3.6 and 3.9)
+    from triton.runtime.jit import MockTensor, create_function_from_signature
+except ImportError:  # another Triton: the test skips (see _missing_toolchain) rather than fail
+    MockTensor = create_function_from_signature = None
+
+import lowbit_gemm
+from lowbit_gemm.solutions import solution_dir
+
+GROUPED = ("grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048", "triton_fp4_to_fp8_wgmma")
+SPARSE = ("sparse_gemm_fp4_fp8_n2048_k2048", "triton_sparse_fp4_decode_wgmma")
+G, N, K = 4, 2048, 2048
+GROUPED_MAX_M = (1, 16, 32, 64, 128, 200, 256, 512, 1024, 4096)
+EXPECTED_M = (None, 1, 16, 32, 64, 128, 256, 512)
+SPARSE_M = (1, 2, 3, 16, 64, 128, 256, 512, 1024, 4096, 8192)
+# arch -> (compute capability, SMs). The SM count matters: the heuristics cap registers
+# where a third CTA per SM saves a wave.
+TARGETS = {90: ((9, 0), 132), 100: ((10, 0), 148)}
+# (arch, launch id) -> reason (the compile error's last line), for launches known not to
+# compile; they are marked xfail(strict=True), so a fix shows up. None so far (Triton 3.6, 3.9).
+KNOWN_FAILURES = {}
+
+
+class _Recorder:
+    """Stands in for a kernel in main.py: kernel[grid](*args, **kwargs) records the launch and
+    returns None (main.py then keeps no compiled kernel, so every call records)."""
+
+    def __init__(self, kernel, log):
+        self.kernel, self.log = kernel, log
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.log.append((self.kernel, tuple(map(_stand_in, args)), kwargs))
+
+
+def _stand_in(arg):
+    """A fake tensor as Triton's MockTensor (its dtype, a 16-byte aligned address, as the
+    entries' real allocations have); a descriptor over one; anything else as it is."""
+    if isinstance(arg, torch.Tensor):
+        return MockTensor(arg.dtype)
+    if isinstance(arg, TensorDescriptor):
+        return TensorDescriptor(MockTensor(arg.base.dtype), list(arg.shape), list(arg.strides),
+                                list(arg.block_shape), arg.padding)
+    return arg
+
+
+def _arg_fact(arg):
+    """What Triton specializes an argument on: a pointer's dtype, a descriptor's dtype and
+    block, an integer's being 1 or a multiple of 16."""
+    if isinstance(arg, MockTensor):
+        return str(arg.dtype).removeprefix("torch.")
+    if isinstance(arg, TensorDescriptor):
+        return f"{str(arg.base.dtype).removeprefix('torch.')}_desc{'x'.join(map(str, arg.block_shape))}"
+    if isinstance(arg, int):
+        return "1" if arg == 1 else "mult16" if arg % 16 == 0 else "int"
+    return repr(arg)
+
+
+def _load_main(definition, name, arch):
+    """The solution's main.py, imported as load_solution does but as a package of its own per
+    GPU (each keeps its own plan caches) and with the interpreter off: its kernels are then
+    compilable JITFunctions and main.py takes its CUDA paths (it reads TRITON_INTERPRET at
+    import). load_solution's copy is the one the suite's interpreter tests share."""
+    package = f"compile_check_sm{arch}_{name}"
+    if package not in sys.modules:
+        path = solution_dir(definition, "lowbit", name)
+        spec = importlib.util.spec_from_file_location(package, path / "__init__.py",
+                                                      submodule_search_locations=[str(path)])
+        sys.modules[package] = importlib.util.module_from_spec(spec)
+    return importlib.import_module(f"{package}.main")
+
+
+def _call_entries(grouped, sparse):
+    """Both definitions' entry points at their real sizes, on fake CUDA tensors."""
+    def empty(*shape, dtype=torch.float32):
+        return torch.empty(shape, dtype=dtype, device="cuda:0")
+
+    fp8, bf16, i8 = torch.float8_e4m3fn, torch.bfloat16, torch.int8
+    b_fp4, b_scale, masked_m = empty(G, N, K // 2, dtype=i8), empty(G, N, K // 32), empty(G, dtype=torch.int32)
+    for max_m in GROUPED_MAX_M:
+        a_fp8, a_scale, c = empty(G, max_m, K, dtype=fp8), empty(G, max_m, K // 128), empty(G, max_m, N, dtype=bf16)
+        for expected_m in EXPECTED_M:
+            grouped.run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)
+    b_fp8 = empty(N, K, dtype=fp8)
+    for m in SPARSE_M:
+        sparse.run(empty(m, K // 4, dtype=i8), empty(m, K // 4, dtype=i8), b_fp8, empty(m, N, dtype=bf16))
+
+
+@functools.cache
+def distinct_launches(arch):
+    """{launch id: (kernel, args, kwargs)}: the distinct launches the entry points make on
+    arch's GPU, grouped by kernel, in the order first made."""
+    capability, sms = TARGETS[arch]
+    log = []
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ))
+        os.environ.pop("TRITON_INTERPRET", None)  # for main.py's import and its checks at run time
+        # The only device queries the solutions make.
+        stack.enter_context(mock.patch.object(torch.cuda, "get_device_capability", return_value=capability))
+        stack.enter_context(mock.patch.object(torch.cuda, "get_device_properties",
+                                              return_value=SimpleNamespace(multi_processor_count=sms)))
+        mains = [_load_main(*solution, arch) for solution in (GROUPED, SPARSE)]
+        for main in mains:
+            for name, obj in list(vars(main).items()):
+                if isinstance(obj, JITFunction):
+                    stack.enter_context(mock.patch.object(main, name, _Recorder(obj, log)))
+        stack.enter_context(FakeTensorMode())
+        # main.py reads data_ptr() for alignment: a fake tensor warns (deprecated) and answers 0.
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore")
+        _call_entries(*mains)
+
+    by_kernel = {}  # kernel name -> {facts: launch}; facts: (name, value) of kwargs and arguments
+    for kernel, args, kwargs in log:
+        facts = {**{k: repr(v) for k, v in kwargs.items()},
+                 **{name: _arg_fact(a) for name, a in zip(kernel.arg_names, args)}}
+        by_kernel.setdefault(kernel.__name__, {}).setdefault(tuple(sorted(facts.items())), (kernel, args, kwargs))
+    # Ids: the kernel's name and the facts that differ between its launches.
+    ids = {}
+    for name, launches in by_kernel.items():
+        facts = [dict(key) for key in launches]
+        varying = [k for k in dict.fromkeys(k for f in facts for k in f) if len({f.get(k) for f in facts}) > 1]
+        for f, launch in zip(facts, launches.values()):
+            ids[name + "".join(f"-{k}={f[k]}" for k in varying if k in f)] = launch
+    assert len(ids) == sum(map(len, by_kernel.values())), "two launches got the same id"
+    return ids
+
+
+def compile_launches(arch):
+    """{launch id: None, or the last line of its compile error}, compiling each launch for
+    sm_{arch}a the way JITFunction.run compiles a launch on that GPU (its binder and
+    _pack_args are Triton internals, the same in 3.6 and 3.9)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource, make_backend
+
+    target = GPUTarget("cuda", arch, 32)
+    backend = make_backend(target)
+    results = {}
+    for launch_id, (kernel, args, kwargs) in distinct_launches(arch).items():
+        try:
+            # Triton's own binding: signature, constexprs, divisibility attributes, options.
+            bind = create_function_from_signature(kernel.signature, kernel.params, backend)
+            bound, specialization, options = bind(*args, **kwargs)
+            options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound, specialization, options)
+            triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target, options=options.__dict__)
+            results[launch_id] = None
+        except Exception as e:  # noqa: BLE001 - reported per launch
+            lines = [line for line in str(e).splitlines() if line.strip()]
+            results[launch_id] = f"{type(e).__name__}: {lines[-1] if lines else ''}"
+    return results
+
+
+@functools.cache
+def _missing_toolchain():
+    """Why this Triton cannot compile for the CUDA targets here, or None."""
+    import triton.backends
+
+    if "nvidia" not in triton.backends.backends:
+        return "this Triton has no CUDA backend"
+    if MockTensor is None or not hasattr(JITFunction, "_pack_args"):
+        return f"Triton {triton.__version__} binds launches with other internals than 3.6 / 3.9 (update this file)"
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        for arch in TARGETS:
+            get_ptxas(arch).path
+    except Exception as e:  # noqa: BLE001
+        return f"this Triton finds no ptxas: {e}"
+    return None
+
+
+@functools.cache
+def _compile_results():
+    """{arch: {launch id: error or None}, or the worker's failure as a string}: one worker
+    subprocess per GPU, run side by side, without TRITON_INTERPRET."""
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    src = str(Path(lowbit_gemm.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
+    worker = str(Path(__file__).resolve())
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        procs = {}
+        try:
+            for arch in TARGETS:
+                with open(tmp / f"{arch}.log", "w") as log:
+                    procs[arch] = subprocess.Popen([sys.executable, worker, str(arch), str(tmp / f"{arch}.json")],
+                                                   env=env, stdout=log, stderr=subprocess.STDOUT)
+            for arch, proc in procs.items():
+                try:
+                    proc.wait(timeout=900)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                # A failure is kept as a string too: every test reads this one result.
+                if proc.returncode == 0:
+                    results[arch] = json.loads((tmp / f"{arch}.json").read_text())
+                else:
+                    log = (tmp / f"{arch}.log").read_text()[-4000:]
+                    results[arch] = f"sm_{arch}a compile worker exited {proc.returncode}:\n{log}"
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    return results
+
+
+def pytest_generate_tests(metafunc):
+    if "launch_id" not in metafunc.fixturenames:
+        return
+    if _missing_toolchain():
+        metafunc.parametrize("arch,launch_id", [(None, None)], ids=["no-cuda-toolchain"])
+        return
+    params = []
+    for arch in TARGETS:
+        for launch_id in distinct_launches(arch):
+            reason = KNOWN_FAILURES.get((arch, launch_id))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            params.append(pytest.param(arch, launch_id, id=f"sm{arch}-{launch_id}", marks=marks))
+    metafunc.parametrize("arch,launch_id", params)
+
+
+def test_launch_compiles(arch, launch_id):
+    if arch is None:
+        pytest.skip(_missing_toolchain())
+    results = _compile_results()[arch]
+    if isinstance(results, str):
+        pytest.fail(results)
+    error = results.get(launch_id, "not among the compile worker's launches")
+    assert error is None, f"sm_{arch}a, {launch_id}: {error}"
+
+
+if __name__ == "__main__":
+    # The compile worker (see _compile_results): python test_compile_targets.py ARCH OUT.json
+    Path(sys.argv[2]).write_text(json.dumps(compile_launches(int(sys.argv[1]))))
