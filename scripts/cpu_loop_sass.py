@@ -30,7 +30,7 @@ import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from cpu_kernel_resources import GR, compile_for_sm90  # noqa: E402
+from cpu_kernel_resources import GR, compile_for_sm90, ptxas_registers  # noqa: E402
 from lowbit_gemm.solutions import load_solution  # noqa: E402
 
 INSTR = re.compile(r"\s*/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
@@ -38,15 +38,20 @@ LABEL = re.compile(r"^\.L_x_\d+:")
 SOURCE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
-def one_pass_sass(bm: int, unroll: int) -> str:
+def one_pass_kernel(bm: int, unroll: int, split: int = 1):
+    """The one-pass kernel compiled for sm_90a as the heuristic launches it (CompiledKernel)."""
     kernel = load_solution(GR, "lowbit", "triton_fp4_to_fp8_wgmma", "kernel").grouped_gemm_kernel
     sig = {"a_ptr": "*fp8e4nv", "as_ptr": "*fp32", "b_ptr": "*u8", "bs_ptr": "*fp32", "mm_ptr": "*i32",
-           "c_ptr": "*bf16", "bq_ptr": "*fp8e4nv", "ref_ptr": "*fp32", "part_ptr": "*fp32", "tick_ptr": "*i32",
-           "MAX_M": "i32", "N": "i32", "K": "i32", "M_SPLIT": "i32"}
+           "c_ptr": "*bf16", "bq_ptr": "*fp8e4nv", "ref_ptr": "*fp32", "part_ptr": "*fp32", "tick_ptr": "*i64",
+           "MAX_M": "i32", "N": "i32", "K": "i32", "M_SPLIT": "i32", "TOKEN": "i64"}
     consts = dict(BM=bm, BN=64, SWAP=True, ZR=16, ZN=256, MANUAL_RNE=False, USE_ASM=True, FOLD2D=True,
-                  PREDEC=False, SPLIT_K=1, ABLATE=0, CORR_ASM=True, KPERM=True, UNROLL=unroll)
+                  PREDEC=False, SPLIT_K=split, ABLATE=0, CORR_ASM=True, KPERM=True, UNROLL=unroll)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12)}
-    ck = compile_for_sm90(kernel, sig, consts, attrs, {"num_warps": 4, "num_stages": 3})
+    return compile_for_sm90(kernel, sig, consts, attrs, {"num_warps": 4, "num_stages": 3})
+
+
+def one_pass_sass(bm: int, unroll: int, split: int = 1) -> str:
+    ck = one_pass_kernel(bm, unroll, split)
     nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
@@ -59,9 +64,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bm", type=int, default=16, help="token tile (16: up to 16 rows, 32: 17-32)")
     ap.add_argument("--unroll", type=int, default=1, choices=(1, 2), help="128-K blocks per loop iteration")
+    ap.add_argument("--split", type=int, default=1, help="K split over programs (the heuristic: 2 for 17-32 rows)")
     ap.add_argument("--by-line", action="store_true", help="also the instructions per source line")
     args = ap.parse_args()
-    lines = one_pass_sass(args.bm, args.unroll).splitlines()
+    regs, spill = ptxas_registers(one_pass_kernel(args.bm, args.unroll, args.split).asm["ptx"])
+    print(f"registers {regs}, spill bytes {spill}")
+    lines = one_pass_sass(args.bm, args.unroll, args.split).splitlines()
     mma = next(i for i, line in enumerate(lines) if "GMMA" in line)
     lo = max(i for i in range(mma) if LABEL.match(lines[i]))
     hi = min(i for i in range(mma, len(lines)) if LABEL.match(lines[i]))
