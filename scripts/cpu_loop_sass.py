@@ -42,8 +42,8 @@ def one_pass_kernel(bm: int, unroll: int, split: int = 1):
     """The one-pass kernel compiled for sm_90a as the heuristic launches it (CompiledKernel)."""
     kernel = load_solution(GR, "lowbit", "triton_fp4_to_fp8_wgmma", "kernel").grouped_gemm_kernel
     sig = {"a_ptr": "*fp8e4nv", "as_ptr": "*fp32", "b_ptr": "*u8", "bs_ptr": "*fp32", "mm_ptr": "*i32",
-           "c_ptr": "*bf16", "bq_ptr": "*fp8e4nv", "ref_ptr": "*fp32", "part_ptr": "*fp32", "tick_ptr": "*i64",
-           "MAX_M": "i32", "N": "i32", "K": "i32", "M_SPLIT": "i32", "TOKEN": "i64"}
+           "c_ptr": "*bf16", "bq_ptr": "*fp8e4nv", "ref_ptr": "*fp32", "part_ptr": "*fp32", "tick_ptr": "*i32",
+           "MAX_M": "i32", "N": "i32", "K": "i32", "M_SPLIT": "i32"}
     consts = dict(BM=bm, BN=64, SWAP=True, ZR=16, ZN=256, MANUAL_RNE=False, USE_ASM=True, FOLD2D=True,
                   PREDEC=False, SPLIT_K=split, ABLATE=0, CORR_ASM=True, KPERM=True, UNROLL=unroll)
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12)}

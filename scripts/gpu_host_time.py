@@ -15,16 +15,20 @@ Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.p
 (--profile: also a cProfile of 300 calls per case, top functions by own time;
  --ab [grouped|sparse|fused]: instead, variants of the heuristic's configs, checked, then GPU
  and host time; it replaced the fifth session's --tma-ab, TMA against pointer loads, which it
- includes; "fused": the one-pass kernel for few rows against the heuristic, seventh session)
+ includes; "fused": the one-pass kernel for few rows against the heuristic, seventh session;
+ --old DIR with "fused": also DIR's copy of the grouped solution, e.g. an earlier commit's)
 """
 
 import cProfile
 import dataclasses
+import importlib
+import importlib.util
 import os
 import pstats
 import statistics
 import sys
 import time
+from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
@@ -183,8 +187,9 @@ def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
     tile where it is not (33-128 rows: run 32's wide-scale failure and low-hint case).
     Ninth session (run 40): the one-pass shapes also with two 128-K blocks per loop
     iteration (unroll=2), split or not; run 41's 2- and 4-stage variants are in git history
-    (commit cfe773d). Eleventh session (run 47): split K without the tickets' memset, against
-    the same call after a memset of the old ticket buffer's size ("now+memset")."""
+    (commit cfe773d). Eleventh session (run 47): split K with two blocks per iteration, and
+    tickets without a memset (the kernel of commit c9cfba3, timed against the code before it
+    through --old; not taken)."""
     rep = dataclasses.replace
     v = {"now": cfg, "two_pass": two_pass}
     if cfg.kperm:
@@ -193,8 +198,8 @@ def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
         # unsplit; run 41: with 2 or 4 stages (each stage now holds two blocks).
         pair = rep(cfg, unroll=2, split_k=1)
         v["u1" if cfg.unroll == 2 else "u2"] = rep(cfg, unroll=1) if cfg.unroll == 2 else pair
-        # Eleventh session, run 47: the split's tickets need no memset now; K split in two with
-        # two blocks per iteration (run 41 had it on 2 stages only).
+        # Eleventh session, run 47: K split in two with two blocks per iteration (run 41 had it
+        # on 2 stages only).
         v["split2_u2"] = rep(pair, split_k=2)
     else:
         rows = max(1, min(hint, max_m))
@@ -223,7 +228,15 @@ def variants_ab(g, s):
     medians of 5 interleaved repeats of each measure so host noise hits all alike."""
     gh = load_solution(GROUPED, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
     sh = load_solution(SPARSE, "lowbit", "triton_sparse_fp4_decode_wgmma", "heuristics")
-    only = [a for a in sys.argv[1:] if not a.startswith("--")]  # "grouped", "sparse" or "fused": those only
+    args = sys.argv[1:]
+    old = None
+    if "--old" in args:  # a copy of the grouped solution's folder (e.g. from git), timed beside
+        folder = Path(args.pop(args.index("--old") + 1)).resolve()
+        spec = importlib.util.spec_from_file_location("old_grouped", folder / "__init__.py",
+                                                      submodule_search_locations=[str(folder)])
+        sys.modules["old_grouped"] = importlib.util.module_from_spec(spec)
+        old = importlib.import_module("old_grouped.main")
+    only = [a for a in args if not a.startswith("--")]  # "grouped", "sparse" or "fused": those only
     cases = []
     # The one-pass shapes (the seventh session's 33-128-row buckets, where one pass was not
     # taken, are in git history, commit cfe773d).
@@ -237,8 +250,8 @@ def variants_ab(g, s):
             for name, c2 in _fused_variants(gh.choose_config(max_m, hint, N, (9, 0)),
                                             gh.choose_config(max_m, hint, N, (9, 0), one_pass=False),
                                             max_m, hint, gh.Config).items()}
-        now_fn = fns["now"]
-        fns["now+memset"] = lambda *a: (torch.zeros(512, dtype=torch.int32, device=dev), now_fn(*a))
+        if old is not None:  # --old DIR: that copy of the solution's run(), as its heuristic picks
+            fns["old"] = old.run
         cases.append((f"grouped max_m={max_m} hint={hint}{' wide' if wide else ''} rows={max(masked)}", args, fns,
                       grouped_gemm_oracle(*args[:5])))
     # The harness's two-pass workloads, with its hints (workloads/gemm/*.jsonl).

@@ -366,7 +366,7 @@ def _kperm_pair_loop(acc, a_rows, as_rows, b_rows, bs_rows, n_valid, kb_lo, kb_h
 
 @triton.jit
 def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
-               grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K, TOKEN,
+               grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
                BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr,
                MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
                PREDEC: tl.constexpr, SPLIT_K: tl.constexpr, ABLATE: tl.constexpr = 0,
@@ -379,8 +379,7 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     PREDEC: B comes already decoded (bq, ref from decode_b_kernel) instead of being decoded
     here, so the K loop is a plain pipelined FP8 GEMM with one fp32 promotion per block.
     SPLIT_K > 1: the fp32 partial goes to part_ptr; the last of the tile's SPLIT_K programs
-    (ticket in tick_ptr, counted under this call's TOKEN) sums the partials in slice order,
-    stores c and resets the ticket.
+    (ticket in tick_ptr) sums the partials in slice order, stores c and resets the ticket.
     CORR_ASM: the correction loop may use the PTX decode (see grouped_gemm_kernel).
     KPERM (SWAP, not PREDEC): B decoded by _decode_block_xy, in the prmt lookup's own k
     order, as wgmma's register operand (no shuffle first); A loaded in that same k order.
@@ -502,26 +501,14 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
     else:
         # Split K: store this slice's fp32 partial and take the tile's ticket; the program that
         # draws the last one sums all partials in slice order (deterministic), stores c and
-        # resets the ticket. The ticket buffer arrives uninitialised (no memset node, ~1 us of
-        # GPU and ~13 us of host time): a ticket is TOKEN << 8 | arrivals, and a word that
-        # carries another token (garbage, another call's, or the 0 a last arrival leaves)
-        # counts as no arrival. TOKEN is this call's (main._next_token: never 0, never reused
-        # by the process), so only garbage equal to it by chance (2^-56 a word) could mislead;
-        # a CUDA graph replaying this launch (same TOKEN, same buffer) finds the 0 written back.
+        # leaves the ticket at zero again (the caller's ticket buffer arrives zeroed).
         tile = (grp64 * tl.cdiv(MAX_M, BM) + pid_m) * tl.cdiv(N, BN) + pid_n
         p_ptrs = (part_ptr + tile * (SPLIT_K * BM * BN)
                   + tl.arange(0, acc.shape[0])[:, None] * acc.shape[1] + tl.arange(0, acc.shape[1])[None, :])
         tl.store(p_ptrs + pid_k * (BM * BN), acc)
         tl.debug_barrier()  # every thread's partial is written before the (release) ticket
-        seen = tl.atomic_add(tick_ptr + tile, 0)
-        want = seen
-        racing = True
-        while racing:
-            want = tl.where((seen >> 8) == TOKEN, seen + 1, (TOKEN << 8) + 1)
-            old = tl.atomic_cas(tick_ptr + tile, seen, want)
-            racing = old != seen
-            seen = old
-        if (want & 255) == SPLIT_K:
+        ticket = tl.atomic_add(tick_ptr + tile, 1)
+        if ticket == SPLIT_K - 1:
             total = tl.zeros(acc.shape, dtype=tl.float32)
             for s in tl.static_range(SPLIT_K):
                 total += tl.load(p_ptrs + s * (BM * BN), cache_modifier=".cg")
@@ -543,10 +530,10 @@ def _store_tile(acc, c_ptr, grp64, offs_m, offs_n, m_valid, n_valid, MAX_M, N, S
         tl.store(ptrs, out, mask=m_valid[:, None] & n_valid[None, :])
 
 
-@triton.jit(do_not_specialize=["TOKEN"])
+@triton.jit
 def grouped_gemm_kernel(
     a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
-    MAX_M, N, K, M_SPLIT, TOKEN,
+    MAX_M, N, K, M_SPLIT,
     BM: tl.constexpr, BN: tl.constexpr, SWAP: tl.constexpr, ZR: tl.constexpr, ZN: tl.constexpr,
     MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
     PREDEC: tl.constexpr = False, SPLIT_K: tl.constexpr = 1, ABLATE: tl.constexpr = 0,
@@ -554,9 +541,8 @@ def grouped_gemm_kernel(
 ):
     """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g, SPLIT_K).
 
-    bq_ptr/ref_ptr: decode_b_kernel's output (PREDEC only); part_ptr/tick_ptr/TOKEN: split-K
-    fp32 partials, int64 tickets and this call's token (SPLIT_K > 1 only; see _gemm_tile).
-    Unused pointers may be any tensor.
+    bq_ptr/ref_ptr: decode_b_kernel's output (PREDEC only); part_ptr/tick_ptr: split-K fp32
+    partials and tickets (SPLIT_K > 1 only). Unused pointers may be any tensor.
 
     GEMM programs (pid < cdiv(N, BN) * M_SPLIT) own one weight tile and walk the token tiles
     pid_m = split, split + M_SPLIT, ... while pid_m * BM < clamp(masked_m[g]); masked_m is read
@@ -582,7 +568,7 @@ def grouped_gemm_kernel(
         num_m_used = tl.cdiv(mm, BM)
         for pid_m in range(split, num_m_used, M_SPLIT):
             _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, tick_ptr,
-                       grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K, TOKEN,
+                       grp64, pid_m, pid_n, pid_k, mm, MAX_M, N, K,
                        BM, BN, SWAP, MANUAL_RNE, USE_ASM, FOLD2D, PREDEC, SPLIT_K, ABLATE, CORR_ASM, KPERM, UNROLL)
     elif pid_k == 0:
         r0 = (pid - n_gemm) * ZR

@@ -10,9 +10,7 @@ Self-contained: only torch and triton, plus this folder's modules.
 """
 
 import dataclasses
-import itertools
 import os
-import secrets
 from typing import NamedTuple
 
 import torch
@@ -62,8 +60,6 @@ def _arg_key(a):
         return a.dtype, a.data_ptr() % 16 == 0
     if isinstance(a, TensorDescriptor):
         return "desc", a.base.dtype, tuple(a.block_shape)
-    if isinstance(a, _Token):
-        return "token"
     return a
 
 
@@ -134,27 +130,12 @@ def _rebased(template, base):
 
 
 def _split_k_workspace(dev, partials, tiles):
-    """(fp32 partials, int64 tickets) for one split-K launch, fresh per call from PyTorch's
-    stream-ordered allocator, so that calls on concurrent streams never share them. Neither
-    needs initialising: the kernel counts a ticket only under the call's token (_next_token)
-    and leaves it at zero, which a graph replaying the launch then finds."""
+    """(fp32 partials, int32 tickets) for one split-K launch, fresh per call so that calls on
+    concurrent streams (or graphs replayed on them) never share them: the partials need no
+    initialisation, the tickets start at zero (one small memset; the tile's last program
+    leaves its ticket at zero again, so a caller may also reuse a pair serially)."""
     return (torch.empty(max(partials, 1), dtype=torch.float32, device=dev),
-            torch.empty(max(tiles, 1), dtype=torch.int64, device=dev))
-
-
-class _Token(int):
-    """A split-K launch's token: an integer argument that no launch cache keys on (_arg_key),
-    and that Triton does not specialize on (grouped_gemm_kernel's do_not_specialize)."""
-
-
-# Tokens start at a random point of [2^40, 2^49) so that two processes' tokens (memory may
-# pass from one to the other) almost never meet, and stay an int64 argument; one per call
-# that splits K, so about 2^49 calls before one could repeat.
-_TOKENS = itertools.count((1 << 40) + secrets.randbits(48))
-
-
-def _next_token():
-    return _Token(next(_TOKENS))
+            torch.zeros(max(tiles, 1), dtype=torch.int32, device=dev))
 
 
 def _check(name, t, dtypes, shape, device):
@@ -335,7 +316,6 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     aligned = not ((a_fp8.data_ptr() | a_scale.data_ptr() | b_fp4.data_ptr() | b_scale.data_ptr()
                     | masked_m.data_ptr() | c.data_ptr()) & 15)
     bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
-    token = _Token(1)
     if cfg.predec:
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale.
         # bq holds e4m3 bytes (written as int32 words: the kernel casts the pointers).
@@ -366,10 +346,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     if cfg.split_k > 1:
         tiles = g * -(-max_m // cfg.BM) * -(-n // cfg.BN)
         part, tick = _split_k_workspace(c.device, tiles * cfg.split_k * cfg.BM * cfg.BN, tiles)
-        token = _next_token()
     _plan_launch(plan, "gemm", grouped_gemm_kernel, plan.grid,
-                 (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, part, tick, max_m, n, k, plan.m_split,
-                  token),
+                 (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, part, tick, max_m, n, k, plan.m_split),
                  plan.consts, aligned)
     return c
 
