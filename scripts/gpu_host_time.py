@@ -170,7 +170,8 @@ def _grouped_variants(cfg):
     Ninth and tenth sessions: runs 42-44 (row_ref on the 64- and 128-wide tiles, register
     caps, more stages; commit cfe773d). Eleventh session, run 46: the dependent launch (PDL)
     switched the other way, since --validate in that session measured it 0.7-2.0 us slower
-    on most 64- and 128-wide tiles and 0.8-1.8 faster on the 32-wide ones."""
+    on most 64- and 128-wide tiles and 0.8-1.8 faster on the 32-wide ones (no rule found:
+    PDL stays on)."""
     return {"now": cfg, f"pdl={not cfg.pdl}": dataclasses.replace(cfg, pdl=not cfg.pdl)}
 
 
@@ -228,15 +229,15 @@ def variants_ab(g, s):
     medians of 5 interleaved repeats of each measure so host noise hits all alike."""
     gh = load_solution(GROUPED, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics")
     sh = load_solution(SPARSE, "lowbit", "triton_sparse_fp4_decode_wgmma", "heuristics")
-    args = sys.argv[1:]
+    argv = sys.argv[1:]
     old = None
-    if "--old" in args:  # a copy of the grouped solution's folder (e.g. from git), timed beside
-        folder = Path(args.pop(args.index("--old") + 1)).resolve()
+    if "--old" in argv:  # a copy of the grouped solution's folder (e.g. from git), timed beside
+        folder = Path(argv.pop(argv.index("--old") + 1)).resolve()
         spec = importlib.util.spec_from_file_location("old_grouped", folder / "__init__.py",
                                                       submodule_search_locations=[str(folder)])
         sys.modules["old_grouped"] = importlib.util.module_from_spec(spec)
         old = importlib.import_module("old_grouped.main")
-    only = [a for a in args if not a.startswith("--")]  # "grouped", "sparse" or "fused": those only
+    only = [a for a in argv if not a.startswith("--")]  # "grouped", "sparse" or "fused": those only
     cases = []
     # The one-pass shapes (the seventh session's 33-128-row buckets, where one pass was not
     # taken, are in git history, commit cfe773d).
