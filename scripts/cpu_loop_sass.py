@@ -12,7 +12,7 @@ Count with the GPU host's Triton (3.6 there; the CPU machine's 3.9 emits ~25% fe
 instructions for the same source): `pip download triton==3.6.0` works here, so a venv with
 that wheel and torch==2.13.0 reproduces the device's compiler:
     python -m venv /tmp/tr36 && /tmp/tr36/bin/pip install triton==3.6.0 torch==2.13.0
-    PYTHONPATH=src /tmp/tr36/bin/python scripts/cpu_loop_sass.py [--bm 16|32] [--unroll 1|2] [--by-line]
+    PYTHONPATH=src /tmp/tr36/bin/python scripts/cpu_loop_sass.py [--bm 16|32] [--unroll 1|2] [--split N] [--by-line]
 Ninth session (Triton 3.6): 447 -> 356 instructions per step at BM 16, 502 -> 392 at BM 32,
 from the scale fold on the scales' bit patterns and unmasked loads (docs/kernels/grouped_gemm.md,
 run 39); with --unroll 2, 561 per iteration of two blocks at BM 16 (run 40).
@@ -50,8 +50,8 @@ def one_pass_kernel(bm: int, unroll: int, split: int = 1):
     return compile_for_sm90(kernel, sig, consts, attrs, {"num_warps": 4, "num_stages": 3})
 
 
-def one_pass_sass(bm: int, unroll: int, split: int = 1) -> str:
-    ck = one_pass_kernel(bm, unroll, split)
+def disassemble(ck) -> str:
+    """SASS of a CompiledKernel's cubin (the wheel's nvdisasm), with source lines."""
     nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
     with tempfile.TemporaryDirectory() as tmp:
         cubin = Path(tmp) / "k.cubin"
@@ -67,9 +67,10 @@ def main():
     ap.add_argument("--split", type=int, default=1, help="K split over programs (the heuristic: 2 for 17-32 rows)")
     ap.add_argument("--by-line", action="store_true", help="also the instructions per source line")
     args = ap.parse_args()
-    regs, spill = ptxas_registers(one_pass_kernel(args.bm, args.unroll, args.split).asm["ptx"])
+    ck = one_pass_kernel(args.bm, args.unroll, args.split)
+    regs, spill = ptxas_registers(ck.asm["ptx"])
     print(f"registers {regs}, spill bytes {spill}")
-    lines = one_pass_sass(args.bm, args.unroll, args.split).splitlines()
+    lines = disassemble(ck).splitlines()
     mma = next(i for i, line in enumerate(lines) if "GMMA" in line)
     lo = max(i for i in range(mma) if LABEL.match(lines[i]))
     hi = min(i for i in range(mma, len(lines)) if LABEL.match(lines[i]))

@@ -21,8 +21,6 @@ Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.p
 
 import cProfile
 import dataclasses
-import importlib
-import importlib.util
 import os
 import pstats
 import statistics
@@ -37,7 +35,7 @@ import triton  # noqa: E402
 
 from lowbit_gemm.bench.timing import time_call  # noqa: E402
 from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle, sparse_gemm_oracle  # noqa: E402
-from lowbit_gemm.solutions import load_solution  # noqa: E402
+from lowbit_gemm.solutions import load_solution, load_solution_folder  # noqa: E402
 
 GROUPED = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
 SPARSE = "sparse_gemm_fp4_fp8_n2048_k2048"
@@ -232,11 +230,7 @@ def variants_ab(g, s):
     argv = sys.argv[1:]
     old = None
     if "--old" in argv:  # a copy of the grouped solution's folder (e.g. from git), timed beside
-        folder = Path(argv.pop(argv.index("--old") + 1)).resolve()
-        spec = importlib.util.spec_from_file_location("old_grouped", folder / "__init__.py",
-                                                      submodule_search_locations=[str(folder)])
-        sys.modules["old_grouped"] = importlib.util.module_from_spec(spec)
-        old = importlib.import_module("old_grouped.main")
+        old = load_solution_folder(Path(argv.pop(argv.index("--old") + 1)).resolve(), "old_grouped")
     only = [a for a in argv if not a.startswith("--")]  # "grouped", "sparse" or "fused": those only
     cases = []
     # The one-pass shapes (the seventh session's 33-128-row buckets, where one pass was not

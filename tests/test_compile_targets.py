@@ -21,8 +21,6 @@ About 40 s on two CPU cores with an empty Triton cache, 10 s with a warm one.
 
 import contextlib
 import functools
-import importlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -45,7 +43,7 @@ except ImportError:  # another Triton: the test skips (see _missing_toolchain) r
     MockTensor = create_function_from_signature = None
 
 import lowbit_gemm
-from lowbit_gemm.solutions import solution_dir
+from lowbit_gemm.solutions import load_solution_folder, solution_dir
 
 GROUPED = ("grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048", "triton_fp4_to_fp8_wgmma")
 SPARSE = ("sparse_gemm_fp4_fp8_n2048_k2048", "triton_sparse_fp4_decode_wgmma")
@@ -100,13 +98,7 @@ def _load_main(definition, name, arch):
     GPU (each keeps its own plan caches) and with the interpreter off: its kernels are then
     compilable JITFunctions and main.py takes its CUDA paths (it reads TRITON_INTERPRET at
     import). load_solution's copy is the one the suite's interpreter tests share."""
-    package = f"compile_check_sm{arch}_{name}"
-    if package not in sys.modules:
-        path = solution_dir(definition, "lowbit", name)
-        spec = importlib.util.spec_from_file_location(package, path / "__init__.py",
-                                                      submodule_search_locations=[str(path)])
-        sys.modules[package] = importlib.util.module_from_spec(spec)
-    return importlib.import_module(f"{package}.main")
+    return load_solution_folder(solution_dir(definition, "lowbit", name), f"compile_check_sm{arch}_{name}")
 
 
 def _call_entries(grouped, sparse):

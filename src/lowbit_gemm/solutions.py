@@ -26,8 +26,14 @@ def solution_dir(definition: str, author: str, name: str) -> Path:
 
 def load_solution(definition: str, author: str, name: str, entry: str = "main") -> ModuleType:
     """Import <solution>/<entry>.py as a submodule of a package made of the solution folder."""
-    path = solution_dir(definition, author, name)
     package = "lowbit_solution_" + "_".join(part.replace("-", "_") for part in (author, name))
+    return load_solution_folder(solution_dir(definition, author, name), package, entry)
+
+
+def load_solution_folder(path: Path, package: str, entry: str = "main") -> ModuleType:
+    """Import path/<entry>.py as a submodule of a package named `package` made of the folder
+    (made once per name: a second folder needs another name, e.g. an earlier commit's copy)."""
+    path = Path(path)
     if package not in sys.modules:
         spec = importlib.util.spec_from_file_location(
             package, path / "__init__.py", submodule_search_locations=[str(path)]
