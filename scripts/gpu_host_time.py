@@ -14,7 +14,7 @@ inside its figure. Per case this prints:
 Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.py [--profile]
 (--profile: also a cProfile of 300 calls per case, top functions by own time;
  --ab [grouped|sparse|fused]: instead, variants of the heuristic's configs, checked, then GPU
- and host time; it replaced the fifth session's --tma-ab, TMA against pointer loads, which it
+ and host time, and a memset of each case's output for reference; it replaced the fifth session's --tma-ab, TMA against pointer loads, which it
  includes; "fused": the one-pass kernel for few rows against the heuristic, seventh session;
  --old DIR with "fused": also DIR's copy of the grouped solution, e.g. an earlier commit's)
 """
@@ -167,44 +167,32 @@ def _grouped_variants(cfg):
     e22804f). Eighth session: runs 34, 36, 37 (the decode pass's shape; commit 8652f7a).
     Ninth and tenth sessions: runs 42-44 (row_ref on the 64- and 128-wide tiles, register
     caps, more stages; commit cfe773d). Eleventh session, run 46: the dependent launch (PDL)
-    switched the other way, since --validate in that session measured it 0.7-2.0 us slower
-    on most 64- and 128-wide tiles and 0.8-1.8 faster on the 32-wide ones (no rule found:
-    PDL stays on)."""
-    return {"now": cfg, f"pdl={not cfg.pdl}": dataclasses.replace(cfg, pdl=not cfg.pdl)}
+    switched the other way (no rule found: PDL stays on; commit 72fdbe4). Twelfth session,
+    run 48: the launch order of the one-tile kernel's programs (tiles with rows first, or
+    the zero tiles first)."""
+    rep = dataclasses.replace
+    return {"now": cfg, "rows_first": rep(cfg, order=1), "zeros_first": rep(cfg, order=2)}
 
 
-def _fused_variants(cfg, two_pass, max_m, hint, config_cls):
+def _fused_variants(cfg):
     """Seventh session: the one-pass kernel for few rows (grouped_gemm_kernel, weights on the
     MMA's M side, no decode pass) against two passes. Runs 26-28 compared its decode with the
     shuffle to kperm (B kept in the prmt lookup's k order, A loaded in that order) and the
     two scale folds; runs 29-30 a program for every token tile (+14 us at max_m 4096); runs
     31-32 K split over 2 or 4 programs; eighth session, runs 34-35: 8 warps on the same
     tiles, a fourth stage, and K's two halves on two warpgroups of one program (all slower or
-    no change; those variants are in git history, commit dd4b88c). Now: "now" (the
-    heuristic), "two_pass" (the sixth session's choice), and the one-pass kernel with K
-    split the other way where "now" is one pass, or with K split in two on the hint's token
-    tile where it is not (33-128 rows: run 32's wide-scale failure and low-hint case).
-    Ninth session (run 40): the one-pass shapes also with two 128-K blocks per loop
-    iteration (unroll=2), split or not; run 41's 2- and 4-stage variants are in git history
-    (commit cfe773d). Eleventh session (run 47): split K with two blocks per iteration, and
-    tickets without a memset (the kernel of commit c9cfba3, timed against the code before it
-    through --old; not taken)."""
+    no change; commit dd4b88c). Ninth session (runs 40-41): two 128-K blocks per loop
+    iteration (unroll=2), 2- and 4-stage variants; eleventh session (run 47): split K with
+    two blocks per iteration, tickets without a memset (not taken); those variants, and
+    "two_pass" (the sixth session's choice), are in git history (commit 72fdbe4).
+    Twelfth session, run 48: "now" against the launch order with every group's GEMM
+    programs ahead of the zero programs (rows_first), and zero programs of 64 rows instead
+    of 16 (zr64), where the heuristic takes one pass."""
     rep = dataclasses.replace
-    v = {"now": cfg, "two_pass": two_pass}
-    if cfg.kperm:
-        v["no_split" if cfg.split_k > 1 else "split2"] = rep(cfg, split_k=1 if cfg.split_k > 1 else 2)
-        # Ninth session, run 40: two 128-K blocks per iteration (independent chains), taken
-        # unsplit; run 41: with 2 or 4 stages (each stage now holds two blocks).
-        pair = rep(cfg, unroll=2, split_k=1)
-        v["u1" if cfg.unroll == 2 else "u2"] = rep(cfg, unroll=1) if cfg.unroll == 2 else pair
-        # Eleventh session, run 47: K split in two with two blocks per iteration (run 41 had it
-        # on 2 stages only).
-        v["split2_u2"] = rep(pair, split_k=2)
-    else:
-        rows = max(1, min(hint, max_m))
-        v["one_pass_split2"] = config_cls(BM=16 if rows <= 16 else (32 if rows <= 32 else 64), BN=64, swap=True,
-                                          num_warps=4, num_stages=3, kperm=True, split_k=2)
-    return v
+    if not cfg.kperm:
+        return {"now": cfg}
+    return {"now": cfg, "rows_first": rep(cfg, order=1), "zr64": rep(cfg, zero_rows=64),
+            "rows_first_zr64": rep(cfg, order=1, zero_rows=64)}
 
 
 def _sparse_variants(cfg):
@@ -235,16 +223,14 @@ def variants_ab(g, s):
     cases = []
     # The one-pass shapes (the seventh session's 33-128-row buckets, where one pass was not
     # taken, are in git history, commit cfe773d).
-    for max_m, masked, hint, wide in ((1, [1, 1, 0, 1], 1, False), (16, [8, 16, 3, 11], 8, False),
-                                      (32, [8, 32, 17, 25], 21, False), (4096, [21, 23, 18, 24], 20, False)):
+    for max_m, masked, hint, wide in ((1, [1, 1, 0, 1], 1, False), (32, [8, 32, 17, 25], 21, False),
+                                      (2048, [20, 30, 12, 25], 24, False), (4096, [21, 23, 18, 24], 20, False)):
         if "fused" not in only:
             break
         args = grouped_inputs(max_m, masked, hint, wide=wide)
         fns = {name: (lambda c2: lambda *a: g.grouped_gemm_fp8_fp4_masked(
             a[0], a[1], a[2], a[3], a[4], a[6], a[5], config=c2))(c2)
-            for name, c2 in _fused_variants(gh.choose_config(max_m, hint, N, (9, 0)),
-                                            gh.choose_config(max_m, hint, N, (9, 0), one_pass=False),
-                                            max_m, hint, gh.Config).items()}
+            for name, c2 in _fused_variants(gh.choose_config(max_m, hint, N, (9, 0))).items()}
         if old is not None:  # --old DIR: that copy of the solution's run(), as its heuristic picks
             fns["old"] = old.run
         cases.append((f"grouped max_m={max_m} hint={hint}{' wide' if wide else ''} rows={max(masked)}", args, fns,
@@ -293,6 +279,10 @@ def variants_ab(g, s):
         for v in fns:
             med = {k: statistics.median(x) for k, x in res[v].items()}
             print(f"| {name} | {v} | {med['gpu']:.1f} | {med['enq']:.1f} | {med['harness']:.1f} |", flush=True)
+        # What writing c alone takes (a memset of the output, same timing): the floor under
+        # every variant of a mostly-empty bucket.
+        memset = time_call(lambda *a: a[-1].zero_(), args, L2, reps=10).median_us
+        print(f"| {name} | c.zero_() alone (reference, not a variant) | {memset:.1f} | | |", flush=True)
 
 
 if __name__ == "__main__":

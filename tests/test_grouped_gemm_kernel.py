@@ -471,3 +471,29 @@ def test_rebased_descriptor_matches_from_tensor():
     # Plans keep templates without their base (no call's tensors kept alive); rebasing fills it.
     kept = main._templates(a=tmpl)["a"]
     assert kept.base is None and main._rebased(kept, a2).base is a2
+
+
+@pytest.mark.parametrize("order", [1, 2])
+@pytest.mark.parametrize("orient", ["tiles", "tiles128_row", "kperm_u2", "kperm_splitk2"])
+def test_launch_orders_cover_every_tile_once(orient, order):
+    # Programs renumbered so that the tiles with rows come first (1) or last (2): each tile
+    # still taken exactly once (NaN-poisoned c), with groups empty, partial, full and past
+    # max_m, and max_m, n off the tiles. Order 2 is for the one-tile kernel only.
+    cfg = dataclasses.replace(CONFIGS[orient], order=order)
+    a, a_s, b, b_s = make(5, 41, 96, 256, seed=order)
+    mm = torch.tensor([17, 0, 41, -2, 1000], dtype=torch.int32)
+    if order == 2 and not cfg.tiles:
+        with pytest.raises(ValueError, match="order"):
+            call(a, a_s, b, b_s, mm, cfg)
+        return
+    check(a, a_s, b, b_s, mm, cfg)
+    check(a, a_s, b, b_s, torch.zeros(5, dtype=torch.int32), cfg)
+
+
+def test_zero_rows_per_program():
+    a, a_s, b, b_s = make(3, 41, 64, 256, seed=4)
+    mm = torch.tensor([5, 41, 0], dtype=torch.int32)
+    for zr in (1, 64):
+        check(a, a_s, b, b_s, mm, dataclasses.replace(KPERM, zero_rows=zr, order=1))
+    with pytest.raises(ValueError, match="zero_rows"):
+        call(a, a_s, b, b_s, mm, dataclasses.replace(KPERM, zero_rows=24))

@@ -63,17 +63,22 @@ class Config:
     unroll: int = 1        # kperm: 128-K blocks per loop iteration (2: two independent chains)
     row_ref: bool = False  # tiles, BN 64 or 128: decode each weight row against one multiplier,
                            # and the GEMM's lean loop that applies it after the loop (_row_scaled_tile)
+    order: int = 0         # launch order of the programs: 0 as the grid lays them out; 1 every
+                           # group's GEMM programs (tiles with rows) first, then the zeros; 2
+                           # (tiles only) the zero tiles first (kernel._tile_of_program)
+    zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
                     PREDEC=self.predec, SPLIT_K=self.split_k, KPERM=self.kperm, UNROLL=self.unroll,
+                    ORDER=self.order, ZR=self.zero_rows,
                     num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 
     def tile_kwargs(self):
         """grouped_tile_gemm_kernel's constexprs and compile options."""
         return dict(BM=self.BM, BN=self.BN, TMA=self.tma, USE_ASM=self.use_asm, PLAIN=self.ablate != 0,
-                    PDL=self.pdl, ROW_REF=self.row_ref, num_warps=self.num_warps, num_stages=self.num_stages,
+                    PDL=self.pdl, ROW_REF=self.row_ref, ORDER=self.order, num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"launch_pdl": True} if self.pdl else {}),
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 
@@ -187,7 +192,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True, **decode,
                   tma=sm90 and bn >= 64, pdl=sm90 and PDL, maxnreg=maxnreg if sm90 else 0, row_ref=bn == 128)
 
-ZR, ZN = 16, 256   # zero programs: rows each, columns per store
+ZN = 256   # zero programs (one pass): columns per store
 
 
 def grid_split(config: Config, max_m: int, expected_m) -> int:

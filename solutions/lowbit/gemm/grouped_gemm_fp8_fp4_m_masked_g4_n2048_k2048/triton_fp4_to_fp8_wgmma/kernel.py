@@ -538,6 +538,7 @@ def grouped_gemm_kernel(
     MANUAL_RNE: tl.constexpr, USE_ASM: tl.constexpr, FOLD2D: tl.constexpr,
     PREDEC: tl.constexpr = False, SPLIT_K: tl.constexpr = 1, ABLATE: tl.constexpr = 0,
     CORR_ASM: tl.constexpr = True, KPERM: tl.constexpr = False, UNROLL: tl.constexpr = 1,
+    ORDER: tl.constexpr = 0,
 ):
     """grid = (cdiv(N, BN) * M_SPLIT + cdiv(MAX_M, ZR), g, SPLIT_K).
 
@@ -553,15 +554,26 @@ def grouped_gemm_kernel(
     at least 4 contiguous bytes per thread; the correction loop's [BN, 16]-byte tile gives
     BN * 16 / (32 * num_warps), which is 2 for BN = 16 with 4 warps or BN = 32 with 8, and
     then decoded the wrong bytes (H200, 2026-11-30). Such tiles take the integer decode there.
+
+    ORDER 1: the programs are renumbered so that every group's GEMM programs come before any
+    zero program in launch order (blockIdx x, then y), instead of each group's GEMM programs
+    behind the previous group's zero programs.
     """
     pid = tl.program_id(0)
     grp = tl.program_id(1)
     pid_k = tl.program_id(2)
+    num_n = tl.cdiv(N, BN)
+    n_gemm = num_n * M_SPLIT
+    if ORDER == 1:
+        per_grp = tl.num_programs(0)
+        lin = grp * per_grp + pid
+        all_gemm = tl.num_programs(1) * n_gemm
+        zero_idx = lin - all_gemm
+        grp = tl.where(lin < all_gemm, lin // n_gemm, zero_idx // (per_grp - n_gemm))
+        pid = tl.where(lin < all_gemm, lin % n_gemm, n_gemm + zero_idx % (per_grp - n_gemm))
     grp64 = grp.to(tl.int64)
     mm = tl.load(mm_ptr + grp)
     mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
-    num_n = tl.cdiv(N, BN)
-    n_gemm = num_n * M_SPLIT
     if pid < n_gemm:
         pid_n = pid % num_n
         split = pid // num_n
@@ -787,12 +799,54 @@ def _exact_tile_raw(a_ptr, as_ptr, b_ptr, bs_ptr, grp64, offs_m, offs_n, m_valid
 
 
 @triton.jit
+def _tile_of_program(mm_ptr, MAX_M, N, BM: tl.constexpr, BN: tl.constexpr, ORDER: tl.constexpr,
+                     G_P2: tl.constexpr):
+    """(group, token tile, weight tile) of this program of grouped_tile_gemm_kernel's grid
+    (cdiv(MAX_M, BM) * cdiv(N, BN), g). ORDER 0: token tiles fastest within a weight tile of
+    a group. ORDER 1 / 2: the tiles with rows (before clamp(masked_m[g], 0, MAX_M)) of every
+    group come before (1) or after (2) every tile of zeros in launch order (blockIdx x, then
+    y), each part group by group, token tiles fastest; masked_m is read here (all g values,
+    g <= G_P2), so the order follows the data without a host read. A bijection either way:
+    every tile is taken by exactly one program."""
+    pid = tl.program_id(0)
+    grp = tl.program_id(1)
+    num_m = tl.cdiv(MAX_M, BM)
+    pid_m = pid % num_m
+    pid_n = pid // num_m
+    if ORDER != 0:
+        num_n = tl.cdiv(N, BN)
+        gi = tl.arange(0, G_P2)
+        in_g = gi < tl.num_programs(1)
+        mmv = tl.load(mm_ptr + gi, mask=in_g, other=0)
+        used_m = tl.where(in_g, tl.cdiv(tl.minimum(tl.maximum(mmv, 0), MAX_M), BM), 0)
+        free_m = tl.where(in_g, num_m - used_m, 0)
+        lin = grp * (num_m * num_n) + pid
+        if ORDER == 1:
+            split = tl.sum(used_m, axis=0) * num_n
+            rows_part = lin < split
+        else:
+            split = tl.sum(free_m, axis=0) * num_n
+            rows_part = lin >= split
+        idx = tl.where(lin < split, lin, lin - split)
+        part_m = tl.where(rows_part, used_m, free_m)  # token tiles per group in this part
+        ends = tl.cumsum(part_m * num_n, axis=0)
+        grp = tl.sum((ends <= idx).to(tl.int32), axis=0)
+        local = idx - tl.sum(tl.where(gi < grp, part_m * num_n, 0), axis=0)
+        mine = gi == grp
+        my_part_m = tl.sum(tl.where(mine, part_m, 0), axis=0)
+        pid_m = local % my_part_m + tl.where(rows_part, 0, tl.sum(tl.where(mine, used_m, 0), axis=0))
+        pid_n = local // my_part_m
+    return grp, pid_m, pid_n
+
+
+@triton.jit
 def grouped_tile_gemm_kernel(
     a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
     MAX_M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
-    PDL: tl.constexpr = False, ROW_REF: tl.constexpr = False,
+    PDL: tl.constexpr = False, ROW_REF: tl.constexpr = False, ORDER: tl.constexpr = 0,
+    G_P2: tl.constexpr = 1,
 ):
     """Pass 2 (the heuristic's choice from max_m 33): grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g),
     one output tile per program, token tiles fastest, so the programs that share a weight tile
@@ -813,13 +867,10 @@ def grouped_tile_gemm_kernel(
     Scales: see the module docstring (the first-block guess and its exact loops are below).
     PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
     while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
+    ORDER (G_P2: a power of two >= g): which tile each program takes, see _tile_of_program.
     """
-    pid = tl.program_id(0)
-    grp = tl.program_id(1)
+    grp, pid_m, pid_n = _tile_of_program(mm_ptr, MAX_M, N, BM, BN, ORDER, G_P2)
     grp64 = grp.to(tl.int64)
-    num_m = tl.cdiv(MAX_M, BM)
-    pid_m = pid % num_m
-    pid_n = pid // num_m
     mm = tl.load(mm_ptr + grp)
     mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
     KB = K // 128

@@ -17,7 +17,7 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .heuristics import DEFAULT_SMS, ZN, ZR, Config, choose_config, grid_split
+from .heuristics import DEFAULT_SMS, ZN, Config, choose_config, grid_split
 from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
@@ -238,6 +238,10 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         # correction loop refolds each block by itself and would skip blocks that a
         # row-referenced decode pass left unfolded.
         raise ValueError(f"config: row_ref needs tiles=True, BN 64 or 128 and ablate=0, got {config}")
+    zr = config.zero_rows
+    if config.order not in (0, 1, 2) or (config.order == 2 and not config.tiles) or zr < 1 or zr & (zr - 1):
+        raise ValueError(f"config: order must be 0, 1 or 2 (2 with tiles=True) and zero_rows a power of two, "
+                         f"got {config}")
     if config.tiles and (not config.predec or config.swap or config.split_k != 1):
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
     # TMA and programmatic dependent launch need an NVIDIA GPU (not the interpreter); the
@@ -250,9 +254,12 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
                                  f"got {config}")
             config = dataclasses.replace(config, **{flag: False})
     if config.tiles:
-        consts = dict(MANUAL_RNE=_INTERPRET, **config.tile_kwargs())
+        # G_P2: a tile order other than the grid's reads every group's masked_m as one vector
+        # (kernel._tile_of_program); 1 otherwise, so that g does not enter the specialization.
+        consts = dict(MANUAL_RNE=_INTERPRET, G_P2=triton.next_power_of_2(g) if config.order else 1,
+                      **config.tile_kwargs())
     else:
-        consts = dict(ZR=ZR, ZN=ZN, MANUAL_RNE=_INTERPRET, **config.as_kwargs())
+        consts = dict(ZN=ZN, MANUAL_RNE=_INTERPRET, **config.as_kwargs())
     # Inline PTX needs an NVIDIA GPU; the interpreter and other backends take the Triton path.
     consts["USE_ASM"] = bool(consts["USE_ASM"]) and not _INTERPRET and dev.type == "cuda" \
         and torch.version.hip is None
@@ -265,7 +272,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if config.tiles:
         grid = (-(-max_m // config.BM) * -(-n // config.BN), g, 1)
     else:
-        grid = (-(-n // config.BN) * m_split + -(-max_m // ZR), g, config.split_k)
+        grid = (-(-n // config.BN) * m_split + -(-max_m // zr), g, config.split_k)
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb // dkb, g),
                  dev_index, {}, {})
 
