@@ -169,9 +169,13 @@ def _grouped_variants(cfg):
     caps, more stages; commit cfe773d). Eleventh session, run 46: the dependent launch (PDL)
     switched the other way (no rule found: PDL stays on; commit 72fdbe4). Twelfth session,
     run 48: the launch order of the one-tile kernel's programs (tiles with rows first, or
-    the zero tiles first)."""
+    the zero tiles first: both lost where most tiles have rows; those variants are in git
+    history, commit f1771fc); run 49: the zeros from zero_fill_kernel's P programs ahead of
+    the decode pass as its PDL primary (zkP), the tile kernel's tiles with rows first and
+    its zero tiles storing nothing (or in the grid's order, _o0)."""
     rep = dataclasses.replace
-    return {"now": cfg, "rows_first": rep(cfg, order=1), "zeros_first": rep(cfg, order=2)}
+    return {"now": cfg, "zk132": rep(cfg, order=1, zero_programs=132), "zk264": rep(cfg, order=1, zero_programs=264),
+            "zk66": rep(cfg, order=1, zero_programs=66), "zk132_o0": rep(cfg, zero_programs=132)}
 
 
 def _fused_variants(cfg):
@@ -187,12 +191,15 @@ def _fused_variants(cfg):
     "two_pass" (the sixth session's choice), are in git history (commit 72fdbe4).
     Twelfth session, run 48: "now" against the launch order with every group's GEMM
     programs ahead of the zero programs (rows_first), and zero programs of 64 rows instead
-    of 16 (zr64), where the heuristic takes one pass."""
+    of 16 (zr64), where the heuristic takes one pass (rows_first_zr64 best at 2048, rows_first
+    at 4096; zr64 alone in git history, commit f1771fc). Run 49: the zeros from
+    zero_fill_kernel's P programs, the one-pass kernel's PDL primary (zkP)."""
     rep = dataclasses.replace
     if not cfg.kperm:
         return {"now": cfg}
-    return {"now": cfg, "rows_first": rep(cfg, order=1), "zr64": rep(cfg, zero_rows=64),
-            "rows_first_zr64": rep(cfg, order=1, zero_rows=64)}
+    return {"now": cfg, "rows_first": rep(cfg, order=1), "rows_first_zr64": rep(cfg, order=1, zero_rows=64),
+            "zk132": rep(cfg, zero_programs=132), "zk264": rep(cfg, zero_programs=264),
+            "zk66": rep(cfg, zero_programs=66)}
 
 
 def _sparse_variants(cfg):

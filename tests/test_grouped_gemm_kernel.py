@@ -497,3 +497,14 @@ def test_zero_rows_per_program():
         check(a, a_s, b, b_s, mm, dataclasses.replace(KPERM, zero_rows=zr, order=1))
     with pytest.raises(ValueError, match="zero_rows"):
         call(a, a_s, b, b_s, mm, dataclasses.replace(KPERM, zero_rows=24))
+
+
+@pytest.mark.parametrize("orient", ["tiles", "tiles128_row", "kperm_u2", "kperm_splitk2", "predec"])
+@pytest.mark.parametrize("programs", [1, 3])
+def test_zeros_from_their_own_kernel(orient, programs):
+    # zero_fill_kernel writes the rows past masked_m (from the token tile's edge where the
+    # GEMM stores whole tiles), the GEMM none: still every element written (NaN-poisoned c).
+    cfg = dataclasses.replace(CONFIGS[orient], zero_programs=programs, order=1 if orient != "predec" else 0)
+    a, a_s, b, b_s = make(5, 41, 96, 256, seed=programs)
+    check(a, a_s, b, b_s, torch.tensor([17, 0, 41, -2, 1000], dtype=torch.int32), cfg)
+    check(a, a_s, b, b_s, torch.zeros(5, dtype=torch.int32), cfg)

@@ -66,7 +66,10 @@ class Config:
     order: int = 0         # launch order of the programs: 0 as the grid lays them out; 1 every
                            # group's GEMM programs (tiles with rows) first, then the zeros; 2
                            # (tiles only) the zero tiles first (kernel._tile_of_program)
-    zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
+    zero_rows: int = 16    # rows of c per zero program, or per block of zero_fill_kernel (a power of two)
+    zero_programs: int = 0 # > 0: the rows past masked_m are written by zero_fill_kernel with this many
+                           # programs, launched first (as the GEMM's PDL primary on sm_90+), and the
+                           # GEMM kernel has no zero programs / stores no zero tiles
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -78,7 +81,8 @@ class Config:
     def tile_kwargs(self):
         """grouped_tile_gemm_kernel's constexprs and compile options."""
         return dict(BM=self.BM, BN=self.BN, TMA=self.tma, USE_ASM=self.use_asm, PLAIN=self.ablate != 0,
-                    PDL=self.pdl, ROW_REF=self.row_ref, ORDER=self.order, num_warps=self.num_warps, num_stages=self.num_stages,
+                    PDL=self.pdl, ROW_REF=self.row_ref, ORDER=self.order, ZEROS=not self.zero_programs,
+                    num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"launch_pdl": True} if self.pdl else {}),
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 

@@ -569,8 +569,9 @@ def grouped_gemm_kernel(
         lin = grp * per_grp + pid
         all_gemm = tl.num_programs(1) * n_gemm
         zero_idx = lin - all_gemm
-        grp = tl.where(lin < all_gemm, lin // n_gemm, zero_idx // (per_grp - n_gemm))
-        pid = tl.where(lin < all_gemm, lin % n_gemm, n_gemm + zero_idx % (per_grp - n_gemm))
+        n_zero = tl.maximum(per_grp - n_gemm, 1)  # a grid without zero programs has lin < all_gemm
+        grp = tl.where(lin < all_gemm, lin // n_gemm, zero_idx // n_zero)
+        pid = tl.where(lin < all_gemm, lin % n_gemm, n_gemm + zero_idx % n_zero)
     grp64 = grp.to(tl.int64)
     mm = tl.load(mm_ptr + grp)
     mm = tl.minimum(tl.maximum(mm, 0), MAX_M)
@@ -846,7 +847,7 @@ def grouped_tile_gemm_kernel(
     BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
     PDL: tl.constexpr = False, ROW_REF: tl.constexpr = False, ORDER: tl.constexpr = 0,
-    G_P2: tl.constexpr = 1,
+    G_P2: tl.constexpr = 1, ZEROS: tl.constexpr = True,
 ):
     """Pass 2 (the heuristic's choice from max_m 33): grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g),
     one output tile per program, token tiles fastest, so the programs that share a weight tile
@@ -868,6 +869,8 @@ def grouped_tile_gemm_kernel(
     PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
     while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
     ORDER (G_P2: a power of two >= g): which tile each program takes, see _tile_of_program.
+    ZEROS False: tiles at or past clamp(masked_m[g]) store nothing (zero_fill_kernel, launched
+    before, writes those rows).
     """
     grp, pid_m, pid_n = _tile_of_program(mm_ptr, MAX_M, N, BM, BN, ORDER, G_P2)
     grp64 = grp.to(tl.int64)
@@ -924,9 +927,38 @@ def grouped_tile_gemm_kernel(
                               grp, grp64, pid_m, pid_n, offs_m, offs_n, m_valid, n_valid, MAX_M, N, K,
                               BM, BN, TMA)
         acc = tl.where(m_valid[:, None], acc, 0.0)
-    out = _to_bf16(acc, MANUAL_RNE)
-    c_ptrs = c_ptr + grp64 * MAX_M * N + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
-    tl.store(c_ptrs, out, mask=(offs_m < MAX_M)[:, None] & n_valid[None, :])
+    if ZEROS or pid_m * BM < mm:
+        out = _to_bf16(acc, MANUAL_RNE)
+        c_ptrs = c_ptr + grp64 * MAX_M * N + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
+        tl.store(c_ptrs, out, mask=(offs_m < MAX_M)[:, None] & n_valid[None, :])
+
+
+@triton.jit
+def zero_fill_kernel(c_ptr, mm_ptr, G, MAX_M, N, ROW_ALIGN: tl.constexpr, ZR: tl.constexpr, ZN: tl.constexpr,
+                     PDL: tl.constexpr = False):
+    """Zeros to the rows of c[g] from clamp(masked_m[g], 0, MAX_M) rounded up to ROW_ALIGN (the
+    GEMM kernel's token tile where its tiles store whole tiles, 1 where they store rows <
+    masked_m only) to MAX_M, for a GEMM kernel launched without its own zero programs.
+    grid (P,): the g * cdiv(MAX_M, ZR) blocks of ZR rows are dealt to the P programs in turn,
+    so a few programs, resident beside the GEMM's, write the zeros for the GEMM's whole length
+    instead of a wave of zero programs ahead of or behind it.
+    PDL: the next kernel (launched as a programmatic dependent) may start at once: nothing
+    after this reads the rows written here."""
+    if PDL:
+        gdc_launch_dependents()
+    per_grp = tl.cdiv(MAX_M, ZR)
+    zeros = tl.zeros((ZR, ZN), dtype=tl.bfloat16)
+    for unit in range(tl.program_id(0), per_grp * G, tl.num_programs(0)):
+        grp = unit // per_grp
+        mm = tl.minimum(tl.maximum(tl.load(mm_ptr + grp), 0), MAX_M)
+        first = tl.cdiv(mm, ROW_ALIGN) * ROW_ALIGN
+        rows = (unit % per_grp) * ZR + tl.arange(0, ZR)
+        if (unit % per_grp) * ZR + ZR > first:
+            rmask = (rows >= first) & (rows < MAX_M)
+            base = c_ptr + grp.to(tl.int64) * MAX_M * N + rows.to(tl.int64)[:, None] * N
+            for n0 in range(0, N, ZN):
+                cols = n0 + tl.arange(0, ZN)
+                tl.store(base + cols[None, :], zeros, mask=rmask[:, None] & (cols < N)[None, :])
 
 
 @triton.jit
