@@ -168,14 +168,12 @@ def _grouped_variants(cfg):
     Ninth and tenth sessions: runs 42-44 (row_ref on the 64- and 128-wide tiles, register
     caps, more stages; commit cfe773d). Eleventh session, run 46: the dependent launch (PDL)
     switched the other way (no rule found: PDL stays on; commit 72fdbe4). Twelfth session,
-    run 48: the launch order of the one-tile kernel's programs (tiles with rows first, or
-    the zero tiles first: both lost where most tiles have rows; those variants are in git
-    history, commit f1771fc); run 49: the zeros from zero_fill_kernel's P programs ahead of
-    the decode pass as its PDL primary (zkP), the tile kernel's tiles with rows first and
-    its zero tiles storing nothing (or in the grid's order, _o0)."""
+    run 48: the launch order of the one-tile kernel's programs (tiles with rows first: taken
+    for mostly-empty buckets of 1024 rows and more; zero tiles first: slower everywhere, in
+    git history, commit f1771fc); run 49: the zeros from a kernel of their own, ahead of the
+    decode pass as its PDL primary (slower everywhere; commit 4b5305e)."""
     rep = dataclasses.replace
-    return {"now": cfg, "zk132": rep(cfg, order=1, zero_programs=132), "zk264": rep(cfg, order=1, zero_programs=264),
-            "zk66": rep(cfg, order=1, zero_programs=66), "zk132_o0": rep(cfg, zero_programs=132)}
+    return {"now": cfg, "order0": rep(cfg, order=0), "order1": rep(cfg, order=1)}
 
 
 def _fused_variants(cfg):
@@ -189,17 +187,15 @@ def _fused_variants(cfg):
     iteration (unroll=2), 2- and 4-stage variants; eleventh session (run 47): split K with
     two blocks per iteration, tickets without a memset (not taken); those variants, and
     "two_pass" (the sixth session's choice), are in git history (commit 72fdbe4).
-    Twelfth session, run 48: "now" against the launch order with every group's GEMM
-    programs ahead of the zero programs (rows_first), and zero programs of 64 rows instead
-    of 16 (zr64), where the heuristic takes one pass (rows_first_zr64 best at 2048, rows_first
-    at 4096; zr64 alone in git history, commit f1771fc). Run 49: the zeros from
-    zero_fill_kernel's P programs, the one-pass kernel's PDL primary (zkP)."""
+    Twelfth session, run 48: the launch order with every group's GEMM programs ahead of the
+    zero programs (order1; taken from max_m 1024), and zero programs of 64 rows instead of 16
+    (zr64); run 49: the zeros from a kernel of their own beside the GEMM (slower; commit
+    4b5305e)."""
     rep = dataclasses.replace
     if not cfg.kperm:
         return {"now": cfg}
-    return {"now": cfg, "rows_first": rep(cfg, order=1), "rows_first_zr64": rep(cfg, order=1, zero_rows=64),
-            "zk132": rep(cfg, zero_programs=132), "zk264": rep(cfg, zero_programs=264),
-            "zk66": rep(cfg, zero_programs=66)}
+    return {"now": cfg, "order0": rep(cfg, order=0), "order1": rep(cfg, order=1),
+            "order1_zr64": rep(cfg, order=1, zero_rows=64)}
 
 
 def _sparse_variants(cfg):

@@ -64,12 +64,9 @@ class Config:
     row_ref: bool = False  # tiles, BN 64 or 128: decode each weight row against one multiplier,
                            # and the GEMM's lean loop that applies it after the loop (_row_scaled_tile)
     order: int = 0         # launch order of the programs: 0 as the grid lays them out; 1 every
-                           # group's GEMM programs (tiles with rows) first, then the zeros; 2
-                           # (tiles only) the zero tiles first (kernel._tile_of_program)
-    zero_rows: int = 16    # rows of c per zero program, or per block of zero_fill_kernel (a power of two)
-    zero_programs: int = 0 # > 0: the rows past masked_m are written by zero_fill_kernel with this many
-                           # programs, launched first (as the GEMM's PDL primary on sm_90+), and the
-                           # GEMM kernel has no zero programs / stores no zero tiles
+                           # group's GEMM programs (tiles with rows) first, then the zeros
+                           # (kernel._tile_of_program for the tile kernel)
+    zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -81,8 +78,7 @@ class Config:
     def tile_kwargs(self):
         """grouped_tile_gemm_kernel's constexprs and compile options."""
         return dict(BM=self.BM, BN=self.BN, TMA=self.tma, USE_ASM=self.use_asm, PLAIN=self.ablate != 0,
-                    PDL=self.pdl, ROW_REF=self.row_ref, ORDER=self.order, ZEROS=not self.zero_programs,
-                    num_warps=self.num_warps, num_stages=self.num_stages,
+                    PDL=self.pdl, ROW_REF=self.row_ref, ORDER=self.order, num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"launch_pdl": True} if self.pdl else {}),
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 
@@ -163,8 +159,11 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
         # max_m 1 11.6 -> 10.0, 16 12.3 -> 11.2, 4096 with ~20 rows 36.1 -> 35.5; with the
         # split (255 registers a thread) 15.1 -> 15.6 at max_m 32, so not there.
         unroll = 2 if even and not split else 1
+        # In a bucket of 1024 rows or more, every group's GEMM programs are launched ahead of
+        # all zero programs (twelfth session, run 48, H200 GPU us: max_m 4096 with ~20 rows
+        # 34.2 -> 29.3, 2048 26.1 -> 23.9); in a small one that cost 1.3 us at max_m 1.
         return Config(BM=bm, BN=64, swap=True, num_warps=4, num_stages=3, kperm=True, split_k=2 if split else 1,
-                      unroll=unroll)
+                      unroll=unroll, order=0 if small_bucket else 1)
     # The decode pass as measured (eighth session, runs 36-37), for both two-pass kernels.
     decode = dict(decode_rows=DECODE_ROWS, decode_kb=_decode_kb(k), decode_warps=DECODE_WARPS)
     if max_m <= 32:  # reached with one_pass=False only
@@ -193,8 +192,14 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     # max_m 512 full 35.2 -> 33.4, ~260 rows 27.4 -> 25.7, 1024 46.3 -> 43.8, 2048 80.8 ->
     # 74.5, 4096 with ~870 rows 68.5 -> 64.0. On the 64-wide tiles it moved -1.2..+0.4 (run
     # 43), so they keep the per-block decode.
+    # The tiles with rows ahead of the zero tiles where they are few in a large bucket (run 48,
+    # H200 GPU us: max_m 4096 with ~170 rows 48.0 -> 44.9); where most tiles have rows the
+    # grid's order, which spreads the zero stores among them, was 4-6 us faster (1024 with
+    # ~900 rows, 2048 with 75%, 4096 with ~1050), and 0.5-1 us at 128-256 rows.
+    order = 1 if max_m >= 1024 and 8 * rows <= max_m else 0
     return Config(BM=64, BN=bn, swap=False, num_warps=4, num_stages=stages, predec=True, tiles=True, **decode,
-                  tma=sm90 and bn >= 64, pdl=sm90 and PDL, maxnreg=maxnreg if sm90 else 0, row_ref=bn == 128)
+                  tma=sm90 and bn >= 64, pdl=sm90 and PDL, maxnreg=maxnreg if sm90 else 0, row_ref=bn == 128,
+                  order=order)
 
 ZN = 256   # zero programs (one pass): columns per store
 

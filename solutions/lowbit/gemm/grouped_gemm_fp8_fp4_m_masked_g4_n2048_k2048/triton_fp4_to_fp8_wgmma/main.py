@@ -18,7 +18,7 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .heuristics import DEFAULT_SMS, ZN, Config, choose_config, grid_split
-from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel, zero_fill_kernel
+from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 # The interpreter's fp32->bf16 cast truncates; the kernel rounds by hand there.
@@ -167,7 +167,6 @@ class _Plan(NamedTuple):
     dev_index: int           # CUDA device index, -1 off CUDA
     compiled: dict           # launch slot -> (CompiledKernel, constexpr tail), see _plan_launch
     descs: dict              # "a", "q" -> TensorDescriptor templates (see _rebased), once made
-    zero_pdl: bool           # zero_fill_kernel runs first (config.zero_programs) as the next launch's PDL primary
 
 
 _PLANS = {}
@@ -207,7 +206,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         except (TypeError, ValueError):
             raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
     if g == 0 or max_m == 0:
-        return _Plan(True, g, max_m, n, k, config, 0, {}, (), (), -1, {}, {}, False)
+        return _Plan(True, g, max_m, n, k, config, 0, {}, (), (), -1, {}, {})
     chosen = config is None
     if chosen:
         config = choose_config(max_m, expected_m, n, *_device_facts(dev), g=g, k=k)
@@ -240,10 +239,8 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         # row-referenced decode pass left unfolded.
         raise ValueError(f"config: row_ref needs tiles=True, BN 64 or 128 and ablate=0, got {config}")
     zr = config.zero_rows
-    if config.order not in (0, 1, 2) or (config.order == 2 and not config.tiles) or zr < 1 or zr & (zr - 1) \
-            or config.zero_programs < 0:
-        raise ValueError(f"config: order must be 0, 1 or 2 (2 with tiles=True), zero_rows a power of two and "
-                         f"zero_programs >= 0, got {config}")
+    if config.order not in (0, 1) or zr < 1 or zr & (zr - 1):
+        raise ValueError(f"config: order must be 0 or 1 and zero_rows a power of two, got {config}")
     if config.tiles and (not config.predec or config.swap or config.split_k != 1):
         raise ValueError(f"config: tiles needs predec=True, swap=False and split_k=1, got {config}")
     # TMA and programmatic dependent launch need an NVIDIA GPU (not the interpreter); the
@@ -273,16 +270,10 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     # Plain integer ceil-division: triton.cdiv is a constexpr function, slow to call from Python.
     if config.tiles:
         grid = (-(-max_m // config.BM) * -(-n // config.BN), g, 1)
-    else:  # GEMM programs, then zero programs unless zero_fill_kernel writes the zeros
-        grid = (-(-n // config.BN) * m_split + (0 if config.zero_programs else -(-max_m // zr)), g, config.split_k)
-    # zero_fill_kernel as the programmatic primary of the next launch (the decode pass, or the
-    # one-pass GEMM), which then starts at once beside it (sm_90+, CUDA, not the interpreter).
-    zero_pdl = bool(config.zero_programs) and dev.type == "cuda" and not _INTERPRET and torch.version.hip is None \
-        and gdc_wait is not None and _device_facts(dev)[0][0] >= 9
-    if zero_pdl and not config.predec:
-        consts["launch_pdl"] = True
+    else:
+        grid = (-(-n // config.BN) * m_split + -(-max_m // zr), g, config.split_k)
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb // dkb, g),
-                 dev_index, {}, {}, zero_pdl)
+                 dev_index, {}, {})
 
 
 def _plan_for(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, entry) -> _Plan:
@@ -331,12 +322,6 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     aligned = not ((a_fp8.data_ptr() | a_scale.data_ptr() | b_fp4.data_ptr() | b_scale.data_ptr()
                     | masked_m.data_ptr() | c.data_ptr()) & 15)
     bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
-    if cfg.zero_programs:
-        # The GEMM's tiles store whole tiles (rows past masked_m inside a tile with rows
-        # included); the one-pass kernel's only rows < masked_m.
-        _plan_launch(plan, "zeros", zero_fill_kernel, (cfg.zero_programs, 1, 1), (c, masked_m, g, max_m, n),
-                     dict(ROW_ALIGN=cfg.BM if cfg.tiles else 1, ZR=cfg.zero_rows, ZN=ZN, PDL=plan.zero_pdl,
-                          num_warps=4), aligned)
     if cfg.predec:
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale.
         # bq holds e4m3 bytes (written as int32 words: the kernel casts the pointers).
@@ -345,8 +330,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
                      (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
                      dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
-                          KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps,
-                          **({"launch_pdl": True} if plan.zero_pdl else {})), aligned)
+                          KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
     if cfg.tiles:
         consts, a_desc, q_desc = plan.consts, c, c
         if cfg.tma and aligned:
