@@ -334,7 +334,10 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     # below the rows (the weight tiles then walk 32 token tiles each).
     (16, [16, -1, 5, 40], "adversarial", 8), (1, [1, 1, 0, 1], "nonpow2", 1),
     (4096, [21, 23, 18, 24], "spread", 24), (1024, [30, 1024, 0, 7], "adversarial", 20),
-    (32, [32, 17, -4, 25], "adversarial", 24), (32, [32, 32, 32, 32], "nonpow2", 24)]  # split K in two
+    (32, [32, 17, -4, 25], "adversarial", 24), (32, [32, 32, 32, 32], "nonpow2", 24),  # split K in two
+    # The tile kernel with the tiles with rows launched first (twelfth session, run 48):
+    # uneven groups, one far above the hint, one empty, one past max_m.
+    (4096, [141, 3000, -3, 150], "adversarial", 230), (2048, [100, 0, 2048, 37], "spread", 200)]
 
 
 def validate_mode():
