@@ -14,6 +14,8 @@ Diagnostics (docs/kernels/grouped_gemm.md, runs 4-8):
   --validate       run() (the heuristic) on edge and adversarial cases at every regime, each
                    called twice (the second through the cached relaunch), then GPU time per
                    workload
+  --validate-b200  twelfth session: the B200 solution (triton_fp4_dot_scaled) on the same
+                   cases, through Triton's emulation of tl.dot_scaled on this GPU
   --tiles          fourth session: pass 2 as one output tile per program (pointer or TMA
                    loads, tile sweep), with cuBLAS FP8 ceilings for the same FLOPs
 """
@@ -389,8 +391,31 @@ def validate_mode():
         print(f"validate {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
 
 
-MODES = {"--validate": validate_mode, "--tiles": tiles_mode, "--decode": decode_mode,
-         "--stages": stages_mode, "--ncu": ncu_mode, "--gemm-only": gemm_only_mode}
+def validate_b200_mode():
+    """The B200 solution (triton_fp4_dot_scaled) on this GPU, where Triton emulates its
+    tl.dot_scaled: run() against the float64 oracle on every validate case (NaN-poisoned c,
+    each twice), then its GPU time per workload beside the measured solution's, for scale
+    only (the emulation is not the B200's MMA)."""
+    b200 = load_solution(DEF, "lowbit", "triton_fp4_dot_scaled")
+    for i, (max_m, masked, sc, exp) in enumerate(VALIDATE_CASES):
+        a, a_s, b, b_s, mm = make(max_m, masked, seed=20 + i, scales=sc)
+        want = oracle64(a, a_s, b, b_s, mm).cpu()
+        for attempt in range(2):
+            c = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
+            b200.run(a, a_s, b, b_s, mm, exp, c)
+            torch.cuda.synchronize()
+            check_accuracy(c.cpu(), want, what=f"b200/{sc}/{max_m}/{masked}/call{attempt}")
+        print(f"validate-b200 max_m={max_m} masked={masked} {sc} hint={exp}: ok", flush=True)
+    for wname, max_m, masked, exp in WORKLOADS:
+        a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
+        c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
+        args = [a, a_s, b, b_s, mm, exp, c]
+        print(f"validate-b200 {wname}: emulated {time_call(b200.run, args, L2, reps=10).median_us:.1f} us, "
+              f"triton_fp4_to_fp8_wgmma {time_call(default_fn, args, L2, reps=10).median_us:.1f} us", flush=True)
+
+
+MODES = {"--validate": validate_mode, "--validate-b200": validate_b200_mode, "--tiles": tiles_mode,
+         "--decode": decode_mode, "--stages": stages_mode, "--ncu": ncu_mode, "--gemm-only": gemm_only_mode}
 
 
 def main_():

@@ -47,7 +47,8 @@ sys.path.insert(0, str(ROOT / "src"))  # run from a checkout without installing,
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--definition", action="append", help="definition name (repeatable; default all)")
-    p.add_argument("--solution", action="append", help="solution name (repeatable; default all)")
+    p.add_argument("--solution", action="append",
+                   help="solution name (repeatable; default: all whose target_hardware names this GPU)")
     p.add_argument("--workload", action="append",
                    help="workload uuid or prefix, or axis=value such as max_m=512 (repeatable)")
     p.add_argument("--quick", action="store_true",
@@ -91,7 +92,11 @@ def run_gpu(args) -> int:
     docs = args.docs or args.root / "docs"
     pack(args.root)
     ts = harness.load_dataset(args.root)
-    selections = harness.select(ts, args.definition, args.solution, args.workload, args.quick)
+    import torch
+
+    # Solutions for other GPUs only where named (--solution): see harness.select.
+    selections = harness.select(ts, args.definition, args.solution, args.workload, args.quick,
+                                gpu_name=torch.cuda.get_device_name())
 
     print("measuring this GPU's ceilings ...", flush=True)
     ceil = ceilings.measure(quick=args.quick)

@@ -1,5 +1,6 @@
 """Inputs for both definitions at reduced sizes, random and adversarial, shared by
-test_definitions.py (references) and test_baselines.py (baseline solutions).
+test_definitions.py (references) and test_baselines.py (baseline solutions), and the grouped
+kernels' operands (test_grouped_gemm_kernel.py, test_grouped_dot_scaled.py).
 
 Every case is (id, inputs tuple in definition order). References and baselines read all sizes
 from the tensors, so small n and k exercise exactly the same code as the full definition.
@@ -22,6 +23,15 @@ def _fp8(shape, gen) -> torch.Tensor:
 
 def _bytes(shape, gen) -> torch.Tensor:
     return torch.randint(-128, 128, shape, generator=gen, dtype=torch.int8)
+
+
+def grouped_operands(g: int, max_m: int, n: int, k: int, seed: int = 0):
+    """(a_fp8, a_scale, b_fp4, b_scale) quantized from random data, for the grouped kernels'
+    tests (sizes free: the kernels are generic over them)."""
+    gen = _gen(seed)
+    a, a_s = quantize_act_fp8_per128(torch.randn(g, max_m, k, generator=gen))
+    b, b_s = quantize_weight_fp4_per32(torch.randn(g, n, k, generator=gen) * 0.05)
+    return a, a_s, b, b_s
 
 
 def grouped_cases(g: int = 4, n: int = 64, k: int = 256):

@@ -1,17 +1,18 @@
-"""Every Triton kernel launch of the two solutions compiles for sm_90a (H200) and sm_100a (B200).
+"""Every Triton kernel launch of the three solutions compiles for sm_90a (H200) and sm_100a (B200).
 
 We measure on an H200, but the leaderboard runs on B200s, which we cannot run. Triton compiles
 for a GPU it is not running on (its wheel carries ptxas), so this file catches a kernel that
 would fail to compile on either GPU, without a GPU.
 
-For each GPU, both solutions' `run` entry points are called with the definitions' sizes
+For each GPU, the solutions' `run` entry points are called with the definitions' sizes
 (n = k = 2048, g = 4; a range of max_m, expected_m and m) on fake CUDA tensors (torch's
 FakeTensorMode: shapes and dtypes, no memory), with torch.cuda reporting that GPU's compute
 capability and SM count, and with main.py's Triton kernels replaced by recorders. So the
 heuristics' configs, the constexprs, compile options (PDL, maxnreg), TMA descriptors and
 arguments are the ones main.py itself derives on that GPU: nothing of main.py is repeated
 here. Each distinct launch (kernel, constexprs, options, argument types and the integer
-specializations Triton makes) is compiled once, down to a cubin, inline PTX included.
+specializations Triton makes) is compiled once, down to a cubin, inline PTX included, and
+its PTX is checked for what a successful compile can still hide (REQUIRED_PTX, MIN_INSTRUCTIONS).
 
 The compiles run in one subprocess per GPU, side by side, without TRITON_INTERPRET: on a
 machine without a GPU the suite sets it (conftest.py) before Triton is imported, and Triton's
@@ -46,6 +47,7 @@ import lowbit_gemm
 from lowbit_gemm.solutions import load_solution_folder, solution_dir
 
 GROUPED = ("grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048", "triton_fp4_to_fp8_wgmma")
+GROUPED_B200 = ("grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048", "triton_fp4_dot_scaled")
 SPARSE = ("sparse_gemm_fp4_fp8_n2048_k2048", "triton_sparse_fp4_decode_wgmma")
 G, N, K = 4, 2048, 2048
 GROUPED_MAX_M = (1, 16, 32, 64, 128, 200, 256, 512, 1024, 4096)
@@ -57,6 +59,15 @@ TARGETS = {90: ((9, 0), 132), 100: ((10, 0), 148)}
 # (arch, launch id) -> reason (the compile error's last line), for launches known not to
 # compile; they are marked xfail(strict=True), so a fix shows up. None so far (Triton 3.6, 3.9).
 KNOWN_FAILURES = {}
+# (arch, kernel name) -> text its PTX must hold: the instruction the kernel exists for, which
+# Triton may otherwise replace by an emulation without failing. The B200 solution's
+# tl.dot_scaled must become the block-scaled MMA (without an explicit scale for A, Triton 3.6
+# and 3.9 emulated it through bf16 MMAs, twelfth session).
+REQUIRED_PTX = {(100, "grouped_dot_scaled_kernel"): "kind::mxf8f6f4"}
+# A kernel body of fewer instructions than this that traps is a kernel Triton gave up on: it
+# compiled, for sm_100a, 128x128 tiles whose tensor-memory accumulators did not fit, to a
+# bare `trap;` (Triton 3.9, twelfth session).
+MIN_INSTRUCTIONS = 32
 
 
 class _Recorder:
@@ -101,8 +112,8 @@ def _load_main(definition, name, arch):
     return load_solution_folder(solution_dir(definition, "lowbit", name), f"compile_check_sm{arch}_{name}")
 
 
-def _call_entries(grouped, sparse):
-    """Both definitions' entry points at their real sizes, on fake CUDA tensors."""
+def _call_entries(grouped, grouped_b200, sparse):
+    """The solutions' entry points at the definitions' real sizes, on fake CUDA tensors."""
     def empty(*shape, dtype=torch.float32):
         return torch.empty(shape, dtype=dtype, device="cuda:0")
 
@@ -112,6 +123,7 @@ def _call_entries(grouped, sparse):
         a_fp8, a_scale, c = empty(G, max_m, K, dtype=fp8), empty(G, max_m, K // 128), empty(G, max_m, N, dtype=bf16)
         for expected_m in EXPECTED_M:
             grouped.run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)
+            grouped_b200.run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)
     b_fp8 = empty(N, K, dtype=fp8)
     for m in SPARSE_M:
         sparse.run(empty(m, K // 4, dtype=i8), empty(m, K // 4, dtype=i8), b_fp8, empty(m, N, dtype=bf16))
@@ -130,7 +142,7 @@ def distinct_launches(arch):
         stack.enter_context(mock.patch.object(torch.cuda, "get_device_capability", return_value=capability))
         stack.enter_context(mock.patch.object(torch.cuda, "get_device_properties",
                                               return_value=SimpleNamespace(multi_processor_count=sms)))
-        mains = [_load_main(*solution, arch) for solution in (GROUPED, SPARSE)]
+        mains = [_load_main(*solution, arch) for solution in (GROUPED, GROUPED_B200, SPARSE)]
         for main in mains:
             for name, obj in list(vars(main).items()):
                 if isinstance(obj, JITFunction):
@@ -174,12 +186,25 @@ def compile_launches(arch):
             bind = create_function_from_signature(kernel.signature, kernel.params, backend)
             bound, specialization, options = bind(*args, **kwargs)
             options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound, specialization, options)
-            triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target, options=options.__dict__)
-            results[launch_id] = None
+            compiled = triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target,
+                                      options=options.__dict__)
+            results[launch_id] = _ptx_problem(compiled.asm["ptx"], REQUIRED_PTX.get((arch, kernel.__name__)))
         except Exception as e:  # noqa: BLE001 - reported per launch
             lines = [line for line in str(e).splitlines() if line.strip()]
             results[launch_id] = f"{type(e).__name__}: {lines[-1] if lines else ''}"
     return results
+
+
+def _ptx_problem(ptx, required):
+    """Why a kernel that compiled is still not the kernel meant (a bare trap; a required
+    instruction missing), or None."""
+    instructions = [line for line in ptx.splitlines()
+                    if line.strip().endswith(";") and not line.lstrip().startswith((".", "//", "{", "}"))]
+    if len(instructions) < MIN_INSTRUCTIONS and any(line.strip() == "trap;" for line in instructions):
+        return f"compiled to a trap ({len(instructions)} instructions)"
+    if required and required not in ptx:
+        return f"compiled, but its PTX lacks {required!r}"
+    return None
 
 
 @functools.cache
@@ -262,6 +287,15 @@ def test_launch_compiles(arch, launch_id):
         pytest.fail(results)
     error = results.get(launch_id, "not among the compile worker's launches")
     assert error is None, f"sm_{arch}a, {launch_id}: {error}"
+
+
+def test_ptx_problem_flags_traps_and_missing_instructions():
+    trap_only = ".version 8.7\n.target sm_100a\n.visible .entry k(\n)\n.reqntid 256\n{\n\t.loc 1 105 1\n\ttrap;\n}\n"
+    assert "trap" in _ptx_problem(trap_only, None)
+    body = "".join(f"\tadd.s32 %r{i}, %r{i}, 1;\n" for i in range(MIN_INSTRUCTIONS))
+    real = trap_only.replace("\ttrap;\n", body + "\ttcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale;\n")
+    assert _ptx_problem(real, "kind::mxf8f6f4") is None
+    assert "lacks" in _ptx_problem(real.replace("mxf8f6f4", "f16"), "kind::mxf8f6f4")
 
 
 if __name__ == "__main__":

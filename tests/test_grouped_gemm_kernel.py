@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle
-from lowbit_gemm.quantize import quantize_act_fp8_per128, quantize_weight_fp4_per32
 from lowbit_gemm.solutions import load_solution
+from definition_cases import grouped_operands as make
 
 DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
 main = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma")
@@ -55,13 +55,6 @@ KPERM_SPLITK2_U2 = heur.Config(BM=16, BN=32, swap=True, num_warps=4, num_stages=
 CONFIGS = {"kperm": KPERM, "kperm1d": KPERM1D, "kperm_splitk": KPERM_SPLITK, "kperm_splitk2": KPERM_SPLITK2, "kperm_u2": KPERM_U2,
            "kperm_splitk2_u2": KPERM_SPLITK2_U2, "tiles": TILES, "tiles128": TILES128, "tiles128_row": TILES128_ROW, "tiles64_row": TILES64_ROW, "tiles64": TILES64, "normal": NORMAL, "swap": SWAP, "split": SPLIT, "fold1d": FOLD1D, "fold1dn": FOLD1DN,
            "predec": PREDEC, "predec_d32": PREDEC_D32, "predec_kb2": PREDEC_KB2, "splitk": SPLITK, "splitk_swap": SPLITK_SWAP}
-
-
-def make(g, max_m, n, k, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    a, a_s = quantize_act_fp8_per128(torch.randn(g, max_m, k, generator=gen))
-    b, b_s = quantize_weight_fp4_per32(torch.randn(g, n, k, generator=gen) * 0.05)
-    return a, a_s, b, b_s
 
 
 def call(a, a_s, b, b_s, mm, config, expected_m=None):

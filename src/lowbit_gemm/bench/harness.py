@@ -60,9 +60,16 @@ def _quick_pick(workloads: list, definition: str) -> list:
     return list({id(t): t for t in picks}.values())
 
 
+def targets(solution, gpu_name: str) -> bool:
+    """Whether a solution's spec.target_hardware names this GPU ("H200" in "NVIDIA H200")."""
+    return any(hw.lower() in gpu_name.lower() for hw in solution.spec.target_hardware)
+
+
 def select(ts, definitions: Optional[Sequence[str]], solutions: Optional[Sequence[str]],
-           workloads: Optional[Sequence[str]], quick: bool) -> List[Selection]:
-    """The definition x solution x workload cells to run; raises on a name that matches nothing."""
+           workloads: Optional[Sequence[str]], quick: bool, gpu_name: Optional[str] = None) -> List[Selection]:
+    """The definition x solution x workload cells to run; raises on a name that matches nothing.
+    gpu_name: unless solutions are named, only those whose target_hardware names this GPU
+    (the B200-only solution is not benchmarked on an H200, where Triton emulates its MMA)."""
     names = list(definitions) if definitions else sorted(ts.definitions)
     unknown = [d for d in names if d not in ts.definitions]
     if unknown:
@@ -75,7 +82,10 @@ def select(ts, definitions: Optional[Sequence[str]], solutions: Optional[Sequenc
                              f"{sorted(known_solutions)} (run scripts/pack_solutions.py?)")
     out = []
     for d in names:
-        sols = [s for s in ts.solutions.get(d, []) if not solutions or s.name in solutions]
+        if solutions:
+            sols = [s for s in ts.solutions.get(d, []) if s.name in solutions]
+        else:
+            sols = [s for s in ts.solutions.get(d, []) if gpu_name is None or targets(s, gpu_name)]
         wls = list(ts.workloads.get(d, []))
         if workloads:
             wls = [t for t in wls if _workload_matches(t.workload, workloads)]
