@@ -1,6 +1,8 @@
 """The public library functions call the leaderboard solutions' generic launchers."""
 
+import pytest
 import torch
+import triton
 
 import lowbit_gemm as lg
 from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle, sparse_gemm_oracle
@@ -14,6 +16,17 @@ def test_grouped_gemm_allocates_and_masks():
     masked_m = torch.tensor([3, 9], dtype=torch.int32)
     c = lg.grouped_gemm_fp8_fp4_masked(a, a_scale, b, b_scale, masked_m, expected_m=4)
     assert c.shape == (2, 5, 64) and c.dtype == torch.bfloat16
+    check_accuracy(c, grouped_gemm_oracle(a, a_scale, b, b_scale, masked_m))
+
+
+@pytest.mark.skipif(tuple(int(x) for x in triton.__version__.split(".")[:2]) < (3, 7),
+                    reason="Triton 3.6's interpreter cannot run tl.dot_scaled")
+def test_grouped_gemm_on_the_block_scaled_mma_kernel():
+    torch.manual_seed(1)
+    a, a_scale = quantize_act_fp8_per128(torch.randn(2, 5, 256))
+    b, b_scale = quantize_weight_fp4_per32(torch.randn(2, 64, 256) * 0.02)
+    masked_m = torch.tensor([5, -1], dtype=torch.int32)
+    c = lg.grouped_gemm_fp8_fp4_masked(a, a_scale, b, b_scale, masked_m, block_scaled_mma=True)
     check_accuracy(c, grouped_gemm_oracle(a, a_scale, b, b_scale, masked_m))
 
 
