@@ -11,7 +11,8 @@ per program, for the sizes the decode-like calls must read:
 plus a one-program kernel (the launch floor). Also prints the same read timed after a
 128 MiB memset (the FlashInfer-Bench flush, which leaves L2 full of dirty lines).
 
-Usage (H200): PYTHONUNBUFFERED=1 python3 scripts/gpu_floor.py
+Usage (H200): PYTHONUNBUFFERED=1 python3 scripts/gpu_floor.py [--writes]
+(--writes, twelfth session: the rate at which zeros can be written instead; see writes())
 """
 
 import sys
@@ -37,7 +38,75 @@ def read_kernel(x_ptr, out_ptr, per_prog, BLOCK: tl.constexpr, STAGES: tl.conste
     tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
 
 
+@triton.jit
+def zero_kernel(y_ptr, per_prog, BLOCK: tl.constexpr, STREAM: tl.constexpr):
+    """Program p writes zeros to bf16 elements [p * per_prog, (p + 1) * per_prog)."""
+    base = tl.program_id(0).to(tl.int64) * per_prog
+    z = tl.zeros((BLOCK,), dtype=tl.bfloat16)
+    for i in range(0, per_prog, BLOCK):
+        if STREAM:
+            tl.store(y_ptr + base + i + tl.arange(0, BLOCK), z, cache_modifier=".cs")
+        else:
+            tl.store(y_ptr + base + i + tl.arange(0, BLOCK), z)
+
+
+@triton.jit
+def zero_rows_kernel(y_ptr, N, ZR: tl.constexpr, ZN: tl.constexpr):
+    """The one-pass GEMM's zero programs (grouped_gemm_kernel): ZR rows of N bf16 each."""
+    rows = tl.program_id(0).to(tl.int64) * ZR + tl.arange(0, ZR)
+    z = tl.zeros((ZR, ZN), dtype=tl.bfloat16)
+    for n0 in range(0, N, ZN):
+        tl.store(y_ptr + rows[:, None] * N + n0 + tl.arange(0, ZN)[None, :], z)
+
+
+def writes():
+    """--writes: how fast zeros reach c (the mostly-empty buckets are mostly their zeros,
+    twelfth session): torch's zero_, cudaMemsetAsync, a flat Triton store loop (program count,
+    step, streaming stores), the one-pass GEMM's zero-program layout; 64 MiB and 16 MiB."""
+    import ctypes
+
+    cudart = None
+    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
+        try:
+            cudart = ctypes.CDLL(name)
+            break
+        except OSError:
+            pass
+    print(f"GPU {torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__} "
+          f"cudart {'found' if cudart else 'not found'}", flush=True)
+    rows = []
+    for mib in (64, 16):
+        nbytes = mib << 20
+        y = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda")
+        fns = {"torch zero_": lambda y: y.zero_()}
+        if cudart is not None:
+            fns["cudaMemsetAsync"] = lambda y: cudart.cudaMemsetAsync(
+                ctypes.c_void_p(y.data_ptr()), 0, ctypes.c_size_t(y.numel() * 2),
+                ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        for progs, block in ((132, 8192), (264, 8192), (528, 4096), (1056, 4096), (2112, 2048), (4096, 2048)):
+            per = y.numel() // progs // block * block
+            if per == 0:
+                continue
+            for stream in (False, True):
+                fns[f"triton {progs} progs x {block * 2 >> 10} KiB{' .cs' if stream else ''} ({per * progs * 2 >> 20} MiB)"] = (
+                    lambda y, per=per, progs=progs, block=block, stream=stream:
+                    zero_kernel[(progs,)](y, per, BLOCK=block, STREAM=stream))
+        for zr in (16, 64):
+            fns[f"one-pass zero programs, {zr} rows x 2048"] = (
+                lambda y, zr=zr: zero_rows_kernel[(y.numel() // 2048 // zr,)](y, 2048, ZR=zr, ZN=256))
+        for what, fn in fns.items():
+            t = time_call(fn, [y], L2).median_us
+            tm = time_after_memset(lambda: fn(y))
+            rows.append((f"{mib} MiB {what}", nbytes, t, tm))
+            print(rows[-1], flush=True)
+    print("\nwhat | bytes | rotating-sets graph us (TB/s) | after 128 MiB memset us (TB/s)")
+    for what, nb, t, tm in rows:
+        print(f"{what} | {nb} | {t:.2f} ({nb / t / 1e6:.2f}) | {tm:.2f} ({nb / tm / 1e6:.2f})")
+
+
 def main():
+    if "--writes" in sys.argv:
+        return writes()
     print(f"GPU {torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}")
     rows = []
     out = torch.empty(4096, dtype=torch.int32, device="cuda")
