@@ -189,13 +189,14 @@ def _fused_variants(cfg):
     "two_pass" (the sixth session's choice), are in git history (commit 72fdbe4).
     Twelfth session, run 48: the launch order with every group's GEMM programs ahead of the
     zero programs (order1; taken from max_m 1024), and zero programs of 64 rows instead of 16
-    (zr64); run 49: the zeros from a kernel of their own beside the GEMM (slower; commit
-    4b5305e)."""
+    (zr64; in git history, commit 5491354); run 49: the zeros from a kernel of their own
+    beside the GEMM (slower; commit 4b5305e); run 53: 4 and 5 pipeline stages with order 1."""
     rep = dataclasses.replace
     if not cfg.kperm:
         return {"now": cfg}
+    # Run 53: more pipeline stages where the GEMM runs beside the zero stores (order 1).
     return {"now": cfg, "order0": rep(cfg, order=0), "order1": rep(cfg, order=1),
-            "order1_zr64": rep(cfg, order=1, zero_rows=64)}
+            "order1_s4": rep(cfg, order=1, num_stages=4), "order1_s5": rep(cfg, order=1, num_stages=5)}
 
 
 def _sparse_variants(cfg):
