@@ -329,6 +329,23 @@ def _correct_tile(acc, a_rows, as_rows, b_rows, bs_rows, m_valid, n_valid, kb_lo
 
 
 @triton.jit
+def _kperm_operands(a_rows, b_rows, n_valid, kb, dexp, BN: tl.constexpr, USE_ASM: tl.constexpr):
+    """One 128-K block of the one-pass KPERM loop: B's codes decoded (scales folded by dexp)
+    in the prmt lookup's own k order, as wgmma's register operand, and A loaded in that same
+    order: (x, y, ax, ay) for _kperm_product. Row pointers are all valid (no masks, see
+    _gemm_tile)."""
+    x, y = _decode_block_xy(b_rows, n_valid, kb * 64, dexp, BN, USE_ASM, False)
+    ka = kb * 128 + _kperm_cols()
+    return x, y, tl.load(a_rows[:, None] + ka[None, :]), tl.load(a_rows[:, None] + (ka + 4)[None, :])
+
+
+@triton.jit
+def _kperm_product(x, y, ax, ay):
+    """The block's [BN, BM] partial from _kperm_operands, before its fp32 promotion."""
+    return tl.dot(y, tl.trans(ay), tl.dot(x, tl.trans(ax)))
+
+
+@triton.jit
 def _kperm_pair_loop(acc, a_rows, as_rows, b_rows, bs_rows, n_valid, kb_lo, kb_hi, KB,
                      BN: tl.constexpr, BM: tl.constexpr, USE_ASM: tl.constexpr):
     """The one-pass KPERM loop two 128-K blocks at a time (UNROLL = 2; kb_hi - kb_lo even):
@@ -349,15 +366,10 @@ def _kperm_pair_loop(acc, a_rows, as_rows, b_rows, bs_rows, n_valid, kb_lo, kb_h
         a_s1_next = tl.load(as_rows + tl.minimum(kb + 3, KB - 1))
         ok0, dexp0, ref0 = _fold_scales_2d(tl.load(bs_rows[:, None] + (kb * 4 + g4[None, :])))
         ok1, dexp1, ref1 = _fold_scales_2d(tl.load(bs_rows[:, None] + (kb * 4 + 4 + g4[None, :])))
-        x0, y0 = _decode_block_xy(b_rows, n_valid, kb * 64, dexp0, BN, USE_ASM, False)
-        x1, y1 = _decode_block_xy(b_rows, n_valid, kb * 64 + 64, dexp1, BN, USE_ASM, False)
-        ka = kb * 128 + _kperm_cols()
-        ax0 = tl.load(a_rows[:, None] + ka[None, :])
-        ay0 = tl.load(a_rows[:, None] + (ka + 4)[None, :])
-        ax1 = tl.load(a_rows[:, None] + (ka + 128)[None, :])
-        ay1 = tl.load(a_rows[:, None] + (ka + 132)[None, :])
-        part0 = tl.dot(y0, tl.trans(ay0), tl.dot(x0, tl.trans(ax0)))
-        part1 = tl.dot(y1, tl.trans(ay1), tl.dot(x1, tl.trans(ax1)))
+        x0, y0, ax0, ay0 = _kperm_operands(a_rows, b_rows, n_valid, kb, dexp0, BN, USE_ASM)
+        x1, y1, ax1, ay1 = _kperm_operands(a_rows, b_rows, n_valid, kb + 1, dexp1, BN, USE_ASM)
+        part0 = _kperm_product(x0, y0, ax0, ay0)
+        part1 = _kperm_product(x1, y1, ax1, ay1)
         acc += part0 * (ref0[:, None] * a_s0[None, :])
         acc += part1 * (ref1[:, None] * a_s1[None, :])
         bad_rows = bad_rows | ((ref0 == 0.0) | (ref1 == 0.0)).to(tl.int32)
@@ -473,12 +485,8 @@ def _gemm_tile(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, bq_ptr, ref_ptr, part_ptr, t
                 sn3 = tl.load(bs_rows + (kn + 3), mask=n_valid, other=1.0)
             bad_rows = bad_rows | (ref == 0.0).to(tl.int32)
             if KPERM:
-                x, y = _decode_block_xy(b_rows_k, n_valid, kb * 64, dexp, BN, USE_ASM, False)
-                ka = kb * 128 + _kperm_cols()
-                ax = tl.load(a_rows_k[:, None] + ka[None, :])
-                ay = tl.load(a_rows_k[:, None] + (ka + 4)[None, :])
-                part = tl.dot(y, tl.trans(ay), tl.dot(x, tl.trans(ax)))
-                acc += part * (ref[:, None] * a_s[None, :])
+                x, y, ax, ay = _kperm_operands(a_rows_k, b_rows_k, n_valid, kb, dexp, BN, USE_ASM)
+                acc += _kperm_product(x, y, ax, ay) * (ref[:, None] * a_s[None, :])
             else:
                 if PREDEC:
                     bdec = tl.load(q_rows[:, None] + (kb * 128 + k128[None, :]), mask=n_valid[:, None], other=0.0)
