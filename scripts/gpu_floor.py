@@ -78,11 +78,12 @@ def writes():
     for mib in (64, 16):
         nbytes = mib << 20
         y = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda")
-        fns = {"torch zero_": lambda y: y.zero_()}
+        # name -> (fn, bytes it writes: the flat loop's per-program share is rounded down)
+        fns = {"torch zero_": (lambda y: y.zero_(), nbytes)}
         if cudart is not None:
-            fns["cudaMemsetAsync"] = lambda y: cudart.cudaMemsetAsync(
+            fns["cudaMemsetAsync"] = (lambda y: cudart.cudaMemsetAsync(
                 ctypes.c_void_p(y.data_ptr()), 0, ctypes.c_size_t(y.numel() * 2),
-                ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+                ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)), nbytes)
         for progs, block in ((132, 8192), (264, 8192), (528, 4096), (1056, 4096), (2112, 2048), (4096, 2048)):
             per = y.numel() // progs // block * block
             if per == 0:
@@ -90,14 +91,14 @@ def writes():
             for stream in (False, True):
                 fns[f"triton {progs} progs x {block * 2 >> 10} KiB{' .cs' if stream else ''} ({per * progs * 2 >> 20} MiB)"] = (
                     lambda y, per=per, progs=progs, block=block, stream=stream:
-                    zero_kernel[(progs,)](y, per, BLOCK=block, STREAM=stream))
+                    zero_kernel[(progs,)](y, per, BLOCK=block, STREAM=stream), per * progs * 2)
         for zr in (16, 64):
             fns[f"one-pass zero programs, {zr} rows x 2048"] = (
-                lambda y, zr=zr: zero_rows_kernel[(y.numel() // 2048 // zr,)](y, 2048, ZR=zr, ZN=256))
-        for what, fn in fns.items():
+                lambda y, zr=zr: zero_rows_kernel[(y.numel() // 2048 // zr,)](y, 2048, ZR=zr, ZN=256), nbytes)
+        for what, (fn, written) in fns.items():
             t = time_call(fn, [y], L2).median_us
             tm = time_after_memset(lambda: fn(y))
-            rows.append((f"{mib} MiB {what}", nbytes, t, tm))
+            rows.append((f"{mib} MiB {what}", written, t, tm))
             print(rows[-1], flush=True)
     print("\nwhat | bytes | rotating-sets graph us (TB/s) | after 128 MiB memset us (TB/s)")
     for what, nb, t, tm in rows:
