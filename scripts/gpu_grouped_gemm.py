@@ -408,7 +408,8 @@ def validate_b200_mode():
                 check_accuracy(c.cpu(), want, what=f"b200/{sc}/{max_m}/{masked}/call{attempt}")
             except AssertionError as exc:  # where, and the operands of the worst element
                 err = (c.cpu().double() - want).abs() - 1e-2 * want.abs()
-                grp, row, col = divmod(int(err.argmax()), max_m * N)[0], *divmod(int(err.argmax()) % (max_m * N), N)
+                grp, rest = divmod(int(err.argmax()), max_m * N)
+                row, col = divmod(rest, N)
                 main_c = torch.full_like(c, float("nan"))
                 default_fn(a, a_s, b, b_s, mm, exp, main_c)
                 print(f"validate-b200 FAILED {exc}\n  worst at g={grp} row={row} col={col}: out "

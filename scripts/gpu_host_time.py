@@ -14,8 +14,8 @@ inside its figure. Per case this prints:
 Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.py [--profile]
 (--profile: also a cProfile of 300 calls per case, top functions by own time;
  --ab [grouped|sparse|fused]: instead, variants of the heuristic's configs, checked, then GPU
- and host time, and a memset of each case's output for reference; it replaced the fifth session's --tma-ab, TMA against pointer loads, which it
- includes; "fused": the one-pass kernel for few rows against the heuristic, seventh session;
+ and host time, and torch's memset of each case's output for scale; it replaced the fifth
+ session's --tma-ab, TMA against pointer loads, which it includes; "fused": the one-pass kernel for few rows against the heuristic, seventh session;
  --old DIR with "fused": also DIR's copy of the grouped solution, e.g. an earlier commit's)
 """
 
@@ -283,8 +283,8 @@ def variants_ab(g, s):
         for v in fns:
             med = {k: statistics.median(x) for k, x in res[v].items()}
             print(f"| {name} | {v} | {med['gpu']:.1f} | {med['enq']:.1f} | {med['harness']:.1f} |", flush=True)
-        # What writing c alone takes (a memset of the output, same timing): the floor under
-        # every variant of a mostly-empty bucket.
+        # torch's memset of the output, same timing, for scale in mostly-empty buckets (not a
+        # floor: the kernels' own zero stores write faster, run 52).
         memset = time_call(lambda *a: a[-1].zero_(), args, L2, reps=10).median_us
         print(f"| {name} | c.zero_() alone (reference, not a variant) | {memset:.1f} | | |", flush=True)
 

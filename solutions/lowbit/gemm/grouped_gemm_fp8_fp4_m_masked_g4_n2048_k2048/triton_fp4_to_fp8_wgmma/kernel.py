@@ -836,9 +836,9 @@ def _tile_of_program(mm_ptr, MAX_M, N, BM: tl.constexpr, BN: tl.constexpr, ORDER
         rows_part = lin < split
         idx = tl.where(rows_part, lin, lin - split)
         part_m = tl.where(rows_part, used_m, free_m)  # token tiles per group in this part
-        ends = tl.cumsum(part_m * num_n, axis=0)
-        grp = tl.sum((ends <= idx).to(tl.int32), axis=0)
-        local = idx - tl.sum(tl.where(gi < grp, part_m * num_n, 0), axis=0)
+        counts = part_m * num_n
+        grp = tl.sum((tl.cumsum(counts, axis=0) <= idx).to(tl.int32), axis=0)
+        local = idx - tl.sum(tl.where(gi < grp, counts, 0), axis=0)
         mine = gi == grp
         my_part_m = tl.sum(tl.where(mine, part_m, 0), axis=0)
         pid_m = local % my_part_m + tl.where(rows_part, 0, tl.sum(tl.where(mine, used_m, 0), axis=0))
