@@ -1,0 +1,100 @@
+"""GPU check and timing of the warp-specialised one-launch kernel (fused_ws.py, thirteenth
+session) against the heuristic's choice (run()).
+
+1. fused_ws against the float64 oracle on NaN-poisoned c: random, adversarial, non-power-of-two
+   and wide scales; masked_m negative / 0 / > max_m; max_m not a multiple of 128.
+2. GPU time (CUDA-graph replay, L2-cold rotating inputs, median) of run() and of fused_ws at
+   several stage counts on the many-row workloads. Prints a table last.
+
+A deadlocked pipeline would hang the GPU: the whole script exits after WATCHDOG_S seconds.
+Run from the repository root: python3 scripts/gpu_fused_ws.py [--stages 3,4,5]
+"""
+
+import argparse
+import faulthandler
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_grouped_gemm as gg  # noqa: E402  (inputs, oracle, workloads, run())
+
+import torch  # noqa: E402
+
+from lowbit_gemm.bench.timing import time_call  # noqa: E402
+from lowbit_gemm.oracle import check_accuracy  # noqa: E402
+from lowbit_gemm.solutions import load_solution  # noqa: E402
+
+FW = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "fused_ws")
+SMS = torch.cuda.get_device_properties(0).multi_processor_count
+WATCHDOG_S = 240
+
+CHECKS = [
+    # max_m, masked_m, scales
+    (512, [512] * 4, "ue8m0"),
+    (512, [307, 410, 512, 205], "ue8m0"),
+    (300, [300, -5, 1000, 129], "ue8m0"),
+    (256, [0, 256, 0, 0], "ue8m0"),
+    (64, [64, 10, 0, 33], "ue8m0"),
+    (512, [512, 500, 3, 260], "adversarial"),
+    (256, [200, 256, 100, 3], "nonpow2"),
+    (256, [256, 256, 256, 256], "wide"),
+    (384, [384, 1, 130, 0], "spread"),
+    (1024, [700, 900, 1024, 500], "ue8m0"),
+]
+
+
+def fused_fn(stages):
+    def fn(a, a_s, b, b_s, mm, exp, c):
+        FW.launch(a, a_s, b, b_s, mm, c, SMS, stages=stages)
+    return fn
+
+
+def check(stages):
+    bad = 0
+    for i, (max_m, masked, sc) in enumerate(CHECKS):
+        a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=50 + i, scales=sc)
+        want = gg.oracle64(a, a_s, b, b_s, mm).cpu()
+        c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)
+        fused_fn(stages)(a, a_s, b, b_s, mm, None, c)
+        torch.cuda.synchronize()
+        try:
+            check_accuracy(c.cpu(), want, what=f"fused_ws s{stages}/{sc}/{max_m}/{masked}")
+            print(f"check s{stages} max_m={max_m} masked={masked} {sc}: ok", flush=True)
+        except AssertionError as exc:
+            bad += 1
+            print(f"check s{stages} max_m={max_m} masked={masked} {sc}: FAIL {str(exc)[:400]}", flush=True)
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--stages", default="3,4")
+    ap.add_argument("--workloads", default="m512full,m512mix,m1024_75,m2048_75,m2048full,m4096e192,m4096e1024,"
+                                           "h200,h256mix,m128peer")
+    args = ap.parse_args()
+    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
+    stages = [int(s) for s in args.stages.split(",")]
+    failures = {s: check(s) for s in stages}
+    rows = []
+    names = args.workloads.split(",")
+    for wname, max_m, masked, exp in gg.WORKLOADS:
+        if wname not in names:
+            continue
+        a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7)
+        c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
+        row = {"run()": time_call(gg.default_fn, [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us}
+        for s in stages:
+            row[f"ws s{s}"] = time_call(fused_fn(s), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
+        rows.append((wname, row))
+        print(f"time {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
+    faulthandler.cancel_dump_traceback_later()
+    print(f"\nH200, {torch.__version__}, triton {gg.triton.__version__}; GPU us, graph replay, L2 cold, median")
+    print(f"checks failed per stage count: {failures}")
+    cols = list(rows[0][1]) if rows else []
+    print(f"{'workload':12s} " + " ".join(f"{c:>8s}" for c in cols))
+    for wname, row in rows:
+        print(f"{wname:12s} " + " ".join(f"{row[c]:8.1f}" for c in cols))
+
+
+if __name__ == "__main__":
+    main()
