@@ -43,9 +43,9 @@ CHECKS = [
 ]
 
 
-def fused_fn(stages):
+def fused_fn(stages, ablate=0):
     def fn(a, a_s, b, b_s, mm, exp, c):
-        FW.launch(a, a_s, b, b_s, mm, c, SMS, stages=stages)
+        FW.launch(a, a_s, b, b_s, mm, c, SMS, stages=stages, ablate=ablate)
     return fn
 
 
@@ -69,12 +69,16 @@ def check(stages):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stages", default="3,4")
+    ap.add_argument("--ablate", default="", help="timing only: fused_ws ablations at the last stage count "
+                                                 "(1 no decode, 2 no promotion, 3 neither)")
+    ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--workloads", default="m512full,m512mix,m1024_75,m2048_75,m2048full,m4096e192,m4096e1024,"
                                            "h200,h256mix,m128peer")
     args = ap.parse_args()
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     stages = [int(s) for s in args.stages.split(",")]
-    failures = {s: check(s) for s in stages}
+    failures = {} if args.no_check else {s: check(s) for s in stages}
+    ablations = [int(x) for x in args.ablate.split(",") if x]
     rows = []
     names = args.workloads.split(",")
     for wname, max_m, masked, exp in gg.WORKLOADS:
@@ -85,6 +89,8 @@ def main():
         row = {"run()": time_call(gg.default_fn, [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us}
         for s in stages:
             row[f"ws s{s}"] = time_call(fused_fn(s), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
+        for x in ablations:
+            row[f"abl{x}"] = time_call(fused_fn(stages[-1], x), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
         rows.append((wname, row))
         print(f"time {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
     faulthandler.cancel_dump_traceback_later()

@@ -98,7 +98,7 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT, NT, TILES,
-                 STAGES: gl.constexpr, C: gl.constexpr, USE_ASM: gl.constexpr):
+                 STAGES: gl.constexpr, C: gl.constexpr, USE_ASM: gl.constexpr, ABLATE: gl.constexpr):
         BN: gl.constexpr = bw_bufs.type.shape[1]
         BM: gl.constexpr = 64 * C
         # One weight row per thread (BN = 32 x 4 warps): its 16 words, 4 scales and 32
@@ -115,34 +115,37 @@ if HAVE_GLUON:
                 for kb in range(KB):
                     s = it % STAGES
                     mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
-                    w = bw_bufs.index(s).load(rowl)                      # [BN, 16] words of 8 codes
-                    sb = bs_bufs.index(s).load(rowl).to(gl.int32, bitcast=True)  # [BN, 4] scale bits
-                    bmax = gl.max(sb, axis=1)
-                    bmin = gl.min(sb, axis=1)
-                    mant = gl.max(sb & 0x7FFFFF, axis=1)
-                    ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= _FOLD_SPREAD * 0x800000)
-                    # (e_j - e_max + 6) * 8: the exponent-field addend of group j; 0 keeps raw codes.
-                    dexp = gl.where(ok[:, None], (sb >> 20) - (bmax >> 20)[:, None] + 48, 0)
-                    d0 = gl.sum(gl.where(col4 == 0, dexp, 0), axis=1)[:, None]
-                    d1 = gl.sum(gl.where(col4 == 1, dexp, 0), axis=1)[:, None]
-                    d2 = gl.sum(gl.where(col4 == 2, dexp, 0), axis=1)[:, None]
-                    d3 = gl.sum(gl.where(col4 == 3, dexp, 0), axis=1)[:, None]
-                    d = gl.where(col16 == 0, d0, gl.where(col16 == 1, d1, gl.where(col16 == 2, d2, d3)))
-                    if USE_ASM:
-                        lo, hi = gl.inline_asm_elementwise(
-                            _PRMT, "=r,=r,r,r,r", [w, 0x3C383000 + d * 0x01010100, 0x4C484440 + d * 0x01010101],
-                            dtype=(gl.int32, gl.int32), is_pure=True, pack=1)
-                    else:
-                        lo = gl.zeros_like(w)
-                        hi = gl.zeros_like(w)
-                        for i in gl.static_range(4):
-                            lo |= (_e2m1_to_e4m3((w >> (4 * i)) & 15, d) & 0xFF) << (8 * i)
-                            hi |= (_e2m1_to_e4m3((w >> (4 * i + 16)) & 15, d) & 0xFF) << (8 * i)
-                    qw_bufs.index(s).store(gl.reshape(gl.join(lo, hi), [BN, 32]))
-                    ref = gl.where(ok, bmax.to(gl.float32, bitcast=True) * 0.015625, -1.0)
-                    ref_bufs.index(s).store(ref)
-                    bad = gl.max(gl.where(ok, 0, 1), axis=0)
-                    flag_bufs.index(s).store(gl.full([32], bad, gl.int32, layout=flagl))
+                    if ABLATE % 2 == 0:
+                        w = bw_bufs.index(s).load(rowl)                      # [BN, 16] words of 8 codes
+                        sb = bs_bufs.index(s).load(rowl).to(gl.int32, bitcast=True)  # [BN, 4] scale bits
+                        bmax = gl.max(sb, axis=1)
+                        bmin = gl.min(sb, axis=1)
+                        mant = gl.max(sb & 0x7FFFFF, axis=1)
+                        ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= _FOLD_SPREAD * 0x800000)
+                        # (e_j - e_max + 6) * 8: the exponent-field addend of group j; 0 keeps raw codes.
+                        dexp = gl.where(ok[:, None], (sb >> 20) - (bmax >> 20)[:, None] + 48, 0)
+                        d0 = gl.sum(gl.where(col4 == 0, dexp, 0), axis=1)[:, None]
+                        d1 = gl.sum(gl.where(col4 == 1, dexp, 0), axis=1)[:, None]
+                        d2 = gl.sum(gl.where(col4 == 2, dexp, 0), axis=1)[:, None]
+                        d3 = gl.sum(gl.where(col4 == 3, dexp, 0), axis=1)[:, None]
+                        d = gl.where(col16 == 0, d0, gl.where(col16 == 1, d1, gl.where(col16 == 2, d2, d3)))
+                        if USE_ASM:
+                            lo, hi = gl.inline_asm_elementwise(
+                                _PRMT, "=r,=r,r,r,r", [w, 0x3C383000 + d * 0x01010100, 0x4C484440 + d * 0x01010101],
+                                dtype=(gl.int32, gl.int32), is_pure=True, pack=1)
+                        else:
+                            lo = gl.zeros_like(w)
+                            hi = gl.zeros_like(w)
+                            for i in gl.static_range(4):
+                                lo |= (_e2m1_to_e4m3((w >> (4 * i)) & 15, d) & 0xFF) << (8 * i)
+                                hi |= (_e2m1_to_e4m3((w >> (4 * i + 16)) & 15, d) & 0xFF) << (8 * i)
+                        qw_bufs.index(s).store(gl.reshape(gl.join(lo, hi), [BN, 32]))
+                        ref = gl.where(ok, bmax.to(gl.float32, bitcast=True) * 0.015625, -1.0)
+                        ref_bufs.index(s).store(ref)
+                        bad = gl.max(gl.where(ok, 0, 1), axis=0)
+                        flag_bufs.index(s).store(gl.full([32], bad, gl.int32, layout=flagl))
+                    else:  # timing only: no decode (wrong results)
+                        flag_bufs.index(s).store(gl.full([32], 0, gl.int32, layout=flagl))
                     # The consumers' wgmma reads the tile through the async proxy.
                     fence_async_shared()
                     _partition_sync()
@@ -159,7 +162,8 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _consumer(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr,
-                  MAX_M, N, K, NUM_MT, NT, TILES, WG: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr):
+                  MAX_M, N, K, NUM_MT, NT, TILES, WG: gl.constexpr, STAGES: gl.constexpr, C: gl.constexpr,
+                  ABLATE: gl.constexpr):
         BN: gl.constexpr = q_bufs.type.shape[1]
         BM: gl.constexpr = 64 * C
         KB = K // 128
@@ -189,7 +193,11 @@ if HAVE_GLUON:
                     b_tile = q_bufs.index(s)
                     # The decoder's flag (the same in every entry): some weight row of the
                     # block did not fold.
-                    if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:
+                    if ABLATE >= 2:  # timing only: no promotion (wrong results)
+                        t_mma = warpgroup_mma(a_tile, b_tile.permute((1, 0)), t_mma, use_acc=False, is_async=True)
+                        t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
+                        acc = acc + t_mma
+                    elif gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:
                         t_mma = warpgroup_mma(a_tile, b_tile.permute((1, 0)), t_mma, use_acc=False, is_async=True)
                         t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
                         ref = ref_bufs.index(s).load(gl.SliceLayout(0, mma))
@@ -215,7 +223,7 @@ if HAVE_GLUON:
 
     @gluon.jit
     def fused_ws_kernel(a_desc, bw_desc, bs_desc, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NUM_MT, NT, TILES,
-                        STAGES: gl.constexpr, USE_ASM: gl.constexpr):
+                        STAGES: gl.constexpr, USE_ASM: gl.constexpr, ABLATE: gl.constexpr = 0):
         """Persistent: grid (min(tiles, SMs), g); see the module's doc. num_warps = 4 (consumer
         0, Gluon's default partition)."""
         C: gl.constexpr = 2
@@ -242,11 +250,11 @@ if HAVE_GLUON:
             mbarrier.init(empty.index(i), count=C)  # each consumer releases the stage
         gl.warp_specialize([
             (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr, MAX_M, N,
-                         K, NUM_MT, NT, TILES, 0, STAGES, C)),
+                         K, NUM_MT, NT, TILES, 0, STAGES, C, ABLATE)),
             (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr, MAX_M, N,
-                         K, NUM_MT, NT, TILES, 1, STAGES, C)),
+                         K, NUM_MT, NT, TILES, 1, STAGES, C, ABLATE)),
             (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT, NT, TILES, STAGES,
-                        C, USE_ASM)),
+                        C, USE_ASM, ABLATE)),
             (_loader, (a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K,
                        NUM_MT, NT, TILES, STAGES, C)),
         ], [4, 4, 1], [_CONSUMER_REGS, _DECODER_REGS, _LOADER_REGS])
@@ -277,7 +285,7 @@ def descriptors(a_fp8, b_fp4, b_scale):
     )
 
 
-def launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True):
+def launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0):
     """(grid, positional args, constexprs and options) of one fused_ws_kernel launch."""
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
@@ -286,10 +294,11 @@ def launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, 
     a_desc, bw_desc, bs_desc = descriptors(a_fp8, b_fp4, b_scale)
     return ((min(tiles, num_sms),),
             (a_desc, bw_desc, bs_desc, a_scale, masked_m, c, max_m, n, k, num_mt, nt, tiles),
-            dict(STAGES=stages, USE_ASM=use_asm, num_warps=4, maxnreg=MAXNREG))
+            dict(STAGES=stages, USE_ASM=use_asm, ABLATE=ablate, num_warps=4, maxnreg=MAXNREG))
 
 
-def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True):
-    grid, args, consts = launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages, use_asm)
+def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0):
+    """ablate (timing only, wrong results): 1 no decode, 2 no promotion, 3 neither."""
+    grid, args, consts = launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages, use_asm, ablate)
     fused_ws_kernel[grid](*args, **consts)
     return c
