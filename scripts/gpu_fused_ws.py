@@ -43,19 +43,35 @@ CHECKS = [
 ]
 
 
-def fused_fn(stages, ablate=0):
+SWAP_CHECKS = [
+    (1, [1, 1, 0, -3], "ue8m0"),
+    (16, [16, 3, 0, 20], "ue8m0"),
+    (32, [20, 32, 17, 25], "adversarial"),
+    (64, [64, 10, 0, 33], "nonpow2"),
+    (128, [64, 90, 40, 128], "ue8m0"),
+    (100, [100, 37, 65, 0], "spread"),
+    (64, [8, 17, 32, 24], "wide30"),
+]
+SWAP_WORKLOADS = [
+    ("m1", 1, [1, 1, 1, 1], 1),
+    ("m16", 16, [8, 16, 3, 12], 10),
+    ("m32", 32, [20, 32, 17, 25], 24),
+]
+
+
+def fused_fn(stages, ablate=0, swap=False):
     def fn(a, a_s, b, b_s, mm, exp, c):
-        FW.launch(a, a_s, b, b_s, mm, c, SMS, stages=stages, ablate=ablate)
+        FW.launch(a, a_s, b, b_s, mm, c, SMS, stages=stages, ablate=ablate, swap=swap)
     return fn
 
 
-def check(stages):
+def check(stages, swap):
     bad = 0
-    for i, (max_m, masked, sc) in enumerate(CHECKS):
+    for i, (max_m, masked, sc) in enumerate(SWAP_CHECKS if swap else CHECKS):
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=50 + i, scales=sc)
         want = gg.oracle64(a, a_s, b, b_s, mm).cpu()
         c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)
-        fused_fn(stages)(a, a_s, b, b_s, mm, None, c)
+        fused_fn(stages, swap=swap)(a, a_s, b, b_s, mm, None, c)
         torch.cuda.synchronize()
         try:
             check_accuracy(c.cpu(), want, what=f"fused_ws s{stages}/{sc}/{max_m}/{masked}")
@@ -72,25 +88,26 @@ def main():
     ap.add_argument("--ablate", default="", help="timing only: fused_ws ablations at the last stage count "
                                                  "(1 no decode, 2 no promotion, 3 neither)")
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--swap", action="store_true", help="the few-token kernel (weights on the MMA's M side)")
     ap.add_argument("--workloads", default="m512full,m512mix,m1024_75,m2048_75,m2048full,m4096e192,m4096e1024,"
                                            "h200,h256mix,m128peer")
     args = ap.parse_args()
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     stages = [int(s) for s in args.stages.split(",")]
-    failures = {} if args.no_check else {s: check(s) for s in stages}
+    failures = {} if args.no_check else {s: check(s, args.swap) for s in stages}
     ablations = [int(x) for x in args.ablate.split(",") if x]
     rows = []
     names = args.workloads.split(",")
-    for wname, max_m, masked, exp in gg.WORKLOADS:
+    for wname, max_m, masked, exp in SWAP_WORKLOADS + gg.WORKLOADS:
         if wname not in names:
             continue
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7)
         c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
         row = {"run()": time_call(gg.default_fn, [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us}
         for s in stages:
-            row[f"ws s{s}"] = time_call(fused_fn(s), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
+            row[f"ws s{s}"] = time_call(fused_fn(s, swap=args.swap), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
         for x in ablations:
-            row[f"abl{x}"] = time_call(fused_fn(stages[-1], x), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
+            row[f"abl{x}"] = time_call(fused_fn(stages[-1], x, args.swap), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
         rows.append((wname, row))
         print(f"time {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
     faulthandler.cancel_dump_traceback_later()

@@ -44,12 +44,15 @@ FOLD_SPREAD = 3
 # Registers per thread: the launch's cap (13 warps, counted as 16), then what setmaxnreg gives
 # each consumer warpgroup (acc and MMA result, 64 each), the decoder and the loader warp.
 MAXNREG, CONSUMER_REGS, DECODER_REGS, LOADER_REGS = 128, 184, 112, 24
+# SWAP (few tokens): 7 warps; the consumer (Gluon's default partition) keeps the launch's cap.
+SWAP_MAXNREG, SWAP_DECODER_REGS = 168, 128
 BM_PER_CONSUMER = 64
 CONSUMERS = 2
 
 if HAVE_GLUON:
     _FOLD_SPREAD = gl.constexpr(FOLD_SPREAD)
-    _CONSUMER_REGS, _DECODER_REGS, _LOADER_REGS = (gl.constexpr(r) for r in (CONSUMER_REGS, DECODER_REGS, LOADER_REGS))
+    _CONSUMER_REGS, _DECODER_REGS, _LOADER_REGS, _SWAP_DECODER_REGS = (
+        gl.constexpr(r) for r in (CONSUMER_REGS, DECODER_REGS, LOADER_REGS, SWAP_DECODER_REGS))
     _partition_sync = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
     _PRMT = gl.constexpr(_PRMT_WORD_ASM_TEXT)
 
@@ -75,7 +78,8 @@ if HAVE_GLUON:
     def _loader(a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K,
                 NUM_MT, NT, TILES, STAGES: gl.constexpr, C: gl.constexpr):
         BN: gl.constexpr = bw_desc.block_type.shape[0]
-        BM: gl.constexpr = 64 * C
+        AR: gl.constexpr = a_desc.block_type.shape[0]  # A rows per box (one box per consumer)
+        BM: gl.constexpr = AR * C
         KB = K // 128
         nbytes: gl.constexpr = C * a_desc.block_type.nbytes + bw_desc.block_type.nbytes + bs_desc.block_type.nbytes
         it = 0
@@ -91,20 +95,20 @@ if HAVE_GLUON:
                     bar = loaded.index(s)
                     mbarrier.expect(bar, nbytes)
                     for w in gl.static_range(C):
-                        tma.async_copy_global_to_shared(a_desc, [a_row + 64 * w, kb * 128], bar, a_bufs.index(s * C + w))
+                        tma.async_copy_global_to_shared(a_desc, [a_row + AR * w, kb * 128], bar, a_bufs.index(s * C + w))
                     tma.async_copy_global_to_shared(bw_desc, [b_row, kb * 16], bar, bw_bufs.index(s))
                     tma.async_copy_global_to_shared(bs_desc, [b_row, kb * 4], bar, bs_bufs.index(s))
                     it += 1
 
     @gluon.jit
     def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT, NT, TILES,
-                 STAGES: gl.constexpr, C: gl.constexpr, USE_ASM: gl.constexpr, ABLATE: gl.constexpr):
+                 STAGES: gl.constexpr, BM: gl.constexpr, USE_ASM: gl.constexpr, ABLATE: gl.constexpr):
         BN: gl.constexpr = bw_bufs.type.shape[1]
-        BM: gl.constexpr = 64 * C
-        # One weight row per thread (BN = 32 x 4 warps): its 16 words, 4 scales and 32
+        DW: gl.constexpr = BN // 32
+        # One weight row per thread (BN = 32 x DW warps): its 16 words, 4 scales and 32
         # output words stay in the thread, so the fold needs no shuffles.
-        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
-        flagl: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [DW, 1], [1, 0])
+        flagl: gl.constexpr = gl.BlockedLayout([1], [32], [DW], [0])
         KB = K // 128
         col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
@@ -222,14 +226,71 @@ if HAVE_GLUON:
             gl.store(c_rows[:, None] + offs_n[None, :], acc.to(gl.bfloat16), mask=(offs_m < MAX_M)[:, None])
 
     @gluon.jit
+    def _consumer_swap(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr,
+                       MAX_M, N, K, NUM_MT, NT, TILES, STAGES: gl.constexpr):
+        """Few tokens: acc[BW weight rows, BT tokens] = Bdec @ A^T, the weights on the MMA's M
+        side (64) and the tokens on its N side (16-64), one warpgroup; c is stored transposed."""
+        BW: gl.constexpr = q_bufs.type.shape[1]
+        BT: gl.constexpr = a_bufs.type.shape[1]
+        KB = K // 128
+        mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BT, 32])
+        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
+        flagl: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
+        it = 0
+        for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
+            g, mt, nt, rows = _tile(t, mm_ptr, MAX_M, NUM_MT, NT)
+            offs_w = nt * BW + gl.arange(0, BW, layout=gl.SliceLayout(1, mma))
+            offs_t = mt * BT + gl.arange(0, BT, layout=gl.SliceLayout(0, mma))
+            acc = gl.zeros([BW, BT], gl.float32, mma)
+            if mt * BT < rows:
+                in_bucket = offs_t < MAX_M
+                as_rows = as_ptr + (g * MAX_M + offs_t).to(gl.int64) * KB
+                a_s_next = gl.load(as_rows, mask=in_bucket, other=0.0)
+                t_mma = gl.zeros([BW, BT], gl.float32, mma)
+                for kb in range(KB):
+                    s = it % STAGES
+                    phase = (it // STAGES) & 1
+                    a_s = a_s_next
+                    a_s_next = gl.load(as_rows + (kb + 1), mask=in_bucket & (kb + 1 < KB), other=0.0)
+                    mbarrier.wait(loaded.index(s), phase)
+                    mbarrier.wait(decoded.index(s), phase)
+                    a_tile = a_bufs.index(s)
+                    q_tile = q_bufs.index(s)
+                    if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:
+                        t_mma = warpgroup_mma(q_tile, a_tile.permute((1, 0)), t_mma, use_acc=False, is_async=True)
+                        t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
+                        ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
+                        acc = acc + t_mma * (ref[:, None] * a_s[None, :])
+                    else:
+                        for j in gl.static_range(4):
+                            t_mma = warpgroup_mma(q_tile.slice(32 * j, 32, dim=1),
+                                                  a_tile.slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
+                                                  use_acc=False, is_async=True)
+                            t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
+                            sc = bs_bufs.index(s).load(rowl)
+                            s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1), gl.SliceLayout(1, mma))
+                            ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
+                            mult = gl.where(ref >= 0.0, ref, s_j)
+                            acc = acc + t_mma * (mult[:, None] * a_s[None, :])
+                    mbarrier.arrive(empty.index(s), count=1)
+                    it += 1
+                acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
+            c_cols = c_ptr + (g * MAX_M + offs_t).to(gl.int64) * N
+            gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(offs_t < MAX_M)[None, :])
+
+    @gluon.jit
     def fused_ws_kernel(a_desc, bw_desc, bs_desc, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NUM_MT, NT, TILES,
-                        STAGES: gl.constexpr, USE_ASM: gl.constexpr, ABLATE: gl.constexpr = 0):
-        """Persistent: grid (min(tiles, SMs), g); see the module's doc. num_warps = 4 (consumer
-        0, Gluon's default partition)."""
-        C: gl.constexpr = 2
+                        STAGES: gl.constexpr, USE_ASM: gl.constexpr, SWAP: gl.constexpr, ABLATE: gl.constexpr = 0):
+        """Persistent: grid min(tiles, SMs); see the module's doc. num_warps = 4 (consumer 0,
+        Gluon's default partition). SWAP: one consumer, the weights on the MMA's M side
+        (64-row weight tiles, a_desc's box rows are the token tile); else two consumers of
+        64 token rows by 128 weight rows."""
+        C: gl.constexpr = 1 if SWAP else 2
         BN: gl.constexpr = bw_desc.block_type.shape[0]
-        gl.static_assert(BN == 128, "one weight row per decoder thread")
-        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES * C, 64, 128], a_desc.layout)
+        AR: gl.constexpr = a_desc.block_type.shape[0]
+        gl.static_assert(BN == (64 if SWAP else 128), "one weight row per decoder thread")
+        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES * C, AR, 128], a_desc.layout)
         bw_bufs = gl.allocate_shared_memory(bw_desc.dtype, [STAGES, BN, 16], bw_desc.layout)
         bs_bufs = gl.allocate_shared_memory(bs_desc.dtype, [STAGES, BN, 4], bs_desc.layout)
         # The decoded tile: written as int32 words, read by wgmma as e4m3 (the same bytes and
@@ -238,8 +299,7 @@ if HAVE_GLUON:
         q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
         qw_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BN, 32], qw_layout)
         q_bufs = _as_fp8(qw_bufs, [STAGES, BN, 128], q_layout)
-        ref_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BN],
-                                             gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        ref_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BN], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         flag_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, 32], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         loaded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         decoded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -248,57 +308,74 @@ if HAVE_GLUON:
             mbarrier.init(loaded.index(i), count=1)
             mbarrier.init(decoded.index(i), count=1)
             mbarrier.init(empty.index(i), count=C)  # each consumer releases the stage
-        gl.warp_specialize([
-            (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr, MAX_M, N,
-                         K, NUM_MT, NT, TILES, 0, STAGES, C, ABLATE)),
-            (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr, MAX_M, N,
-                         K, NUM_MT, NT, TILES, 1, STAGES, C, ABLATE)),
-            (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT, NT, TILES, STAGES,
-                        C, USE_ASM, ABLATE)),
-            (_loader, (a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K,
-                       NUM_MT, NT, TILES, STAGES, C)),
-        ], [4, 4, 1], [_CONSUMER_REGS, _DECODER_REGS, _LOADER_REGS])
+        if SWAP:
+            gl.warp_specialize([
+                (_consumer_swap, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr,
+                                  c_ptr, MAX_M, N, K, NUM_MT, NT, TILES, STAGES)),
+                (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT,
+                            NT, TILES, STAGES, AR, USE_ASM, ABLATE)),
+                (_loader, (a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K,
+                           NUM_MT, NT, TILES, STAGES, C)),
+            ], [2, 1], [_SWAP_DECODER_REGS, _LOADER_REGS])
+        else:
+            gl.warp_specialize([
+                (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr,
+                             c_ptr, MAX_M, N, K, NUM_MT, NT, TILES, 0, STAGES, C, ABLATE)),
+                (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr,
+                             c_ptr, MAX_M, N, K, NUM_MT, NT, TILES, 1, STAGES, C, ABLATE)),
+                (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT,
+                            NT, TILES, STAGES, AR * C, USE_ASM, ABLATE)),
+                (_loader, (a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K,
+                           NUM_MT, NT, TILES, STAGES, C)),
+            ], [4, 4, 1], [_CONSUMER_REGS, _DECODER_REGS, _LOADER_REGS])
 
 
-BN = 128  # weight rows per tile: one per decoder thread
-BM = BM_PER_CONSUMER * CONSUMERS
+def token_tile(max_m) -> int:
+    """SWAP: tokens per tile (the MMA's N), the bucket's rows up to 64."""
+    return 16 if max_m <= 16 else 32 if max_m <= 32 else 64
 
 
 def supported(g, max_m, n, k) -> bool:
     """Shapes the kernel takes (the caller also needs sm_90, HAVE_GLUON and 16-byte aligned
     tensors for TMA): whole 128-wide weight tiles, k a multiple of 128."""
-    return HAVE_GLUON and g > 0 and max_m > 0 and n % BN == 0 and k % 128 == 0
+    return HAVE_GLUON and g > 0 and max_m > 0 and n % 128 == 0 and k % 128 == 0
 
 
-def descriptors(a_fp8, b_fp4, b_scale):
-    """TMA descriptors over the 2-D views: A [g * max_m, k] e4m3 in [64, 128] boxes, B's packed
-    codes as int32 words [g * n, k / 8] in [BN, 16] boxes, b_scale [g * n, k / 32] in [BN, 4]."""
+def descriptors(a_fp8, b_fp4, b_scale, a_rows, bn):
+    """TMA descriptors over the 2-D views: A [g * max_m, k] e4m3 in [a_rows, 128] boxes, B's
+    packed codes as int32 words [g * n, k / 8] in [bn, 16] boxes, b_scale [g * n, k / 32] in
+    [bn, 4]."""
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
     words = b_fp4.view(g * n, k // 2).view(torch.int32)
     return (
-        GluonDescriptor.from_tensor(a_fp8.view(g * max_m, k), [64, 128],
-                                    gl.NVMMASharedLayout.get_default_for([64, 128], gl.float8e4nv)),
-        GluonDescriptor.from_tensor(words, [BN, 16], gl.NVMMASharedLayout.get_default_for([BN, 16], gl.int32)),
-        GluonDescriptor.from_tensor(b_scale.view(g * n, k // 32), [BN, 4],
-                                    gl.NVMMASharedLayout.get_default_for([BN, 4], gl.float32)),
+        GluonDescriptor.from_tensor(a_fp8.view(g * max_m, k), [a_rows, 128],
+                                    gl.NVMMASharedLayout.get_default_for([a_rows, 128], gl.float8e4nv)),
+        GluonDescriptor.from_tensor(words, [bn, 16], gl.NVMMASharedLayout.get_default_for([bn, 16], gl.int32)),
+        GluonDescriptor.from_tensor(b_scale.view(g * n, k // 32), [bn, 4],
+                                    gl.NVMMASharedLayout.get_default_for([bn, 4], gl.float32)),
     )
 
 
-def launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0):
+def launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0, swap=False):
     """(grid, positional args, constexprs and options) of one fused_ws_kernel launch."""
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
-    num_mt, nt = -(-max_m // BM), n // BN
+    if swap:
+        a_rows, bn, bm, maxnreg = token_tile(max_m), 64, token_tile(max_m), SWAP_MAXNREG
+    else:
+        a_rows, bn, bm, maxnreg = 64, 128, 128, MAXNREG
+    num_mt, nt = -(-max_m // bm), n // bn
     tiles = g * num_mt * nt
-    a_desc, bw_desc, bs_desc = descriptors(a_fp8, b_fp4, b_scale)
+    a_desc, bw_desc, bs_desc = descriptors(a_fp8, b_fp4, b_scale, a_rows, bn)
     return ((min(tiles, num_sms),),
             (a_desc, bw_desc, bs_desc, a_scale, masked_m, c, max_m, n, k, num_mt, nt, tiles),
-            dict(STAGES=stages, USE_ASM=use_asm, ABLATE=ablate, num_warps=4, maxnreg=MAXNREG))
+            dict(STAGES=stages, USE_ASM=use_asm, SWAP=swap, ABLATE=ablate, num_warps=4, maxnreg=maxnreg))
 
 
-def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0):
+def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0, swap=False):
     """ablate (timing only, wrong results): 1 no decode, 2 no promotion, 3 neither."""
-    grid, args, consts = launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages, use_asm, ablate)
+    grid, args, consts = launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages, use_asm, ablate,
+                                     swap)
     fused_ws_kernel[grid](*args, **consts)
     return c
