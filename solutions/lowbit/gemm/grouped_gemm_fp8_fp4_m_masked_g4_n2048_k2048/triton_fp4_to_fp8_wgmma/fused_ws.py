@@ -44,15 +44,18 @@ FOLD_SPREAD = 3
 # Registers per thread: the launch's cap (13 warps, counted as 16), then what setmaxnreg gives
 # each consumer warpgroup (acc and MMA result, 64 each), the decoder and the loader warp.
 MAXNREG, CONSUMER_REGS, DECODER_REGS, LOADER_REGS = 128, 184, 112, 24
-# SWAP (few tokens): 7 warps; the consumer (Gluon's default partition) keeps the launch's cap.
-SWAP_MAXNREG, SWAP_DECODER_REGS = 168, 128
+# SWAP (few tokens): the decoder's threads per weight row, the launch's cap (4 + 2 TPR + 1
+# warps), what setmaxnreg gives the decoder; the consumer (Gluon's default partition) gets
+# the rest.
+SWAP_TPR = 1  # 4 was 0.3-1 us slower (run 56b)
+SWAP_MAXNREG, SWAP_DECODER_REGS = 128, 96
 BM_PER_CONSUMER = 64
 CONSUMERS = 2
 
 if HAVE_GLUON:
     _FOLD_SPREAD = gl.constexpr(FOLD_SPREAD)
-    _CONSUMER_REGS, _DECODER_REGS, _LOADER_REGS, _SWAP_DECODER_REGS = (
-        gl.constexpr(r) for r in (CONSUMER_REGS, DECODER_REGS, LOADER_REGS, SWAP_DECODER_REGS))
+    _CONSUMER_REGS, _DECODER_REGS, _LOADER_REGS, _SWAP_DECODER_REGS, _SWAP_TPR = (
+        gl.constexpr(r) for r in (CONSUMER_REGS, DECODER_REGS, LOADER_REGS, SWAP_DECODER_REGS, SWAP_TPR))
     _partition_sync = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
     _PRMT = gl.constexpr(_PRMT_WORD_ASM_TEXT)
 
@@ -102,12 +105,15 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT, NT, TILES,
-                 STAGES: gl.constexpr, BM: gl.constexpr, USE_ASM: gl.constexpr, ABLATE: gl.constexpr):
+                 STAGES: gl.constexpr, BM: gl.constexpr, USE_ASM: gl.constexpr, ABLATE: gl.constexpr,
+                 TPR: gl.constexpr = 1):
         BN: gl.constexpr = bw_bufs.type.shape[1]
-        DW: gl.constexpr = BN // 32
-        # One weight row per thread (BN = 32 x DW warps): its 16 words, 4 scales and 32
-        # output words stay in the thread, so the fold needs no shuffles.
-        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [DW, 1], [1, 0])
+        DW: gl.constexpr = BN * TPR // 32
+        # TPR threads per weight row (DW warps for BN rows), each with 16 / TPR of its words
+        # and all four of its scales (the same layout on [BN, 4] repeats them), so the fold
+        # needs no shuffles: TPR = 1 (BN = 128) one row per thread; TPR = 4 (SWAP, BN = 64)
+        # one 32-group per thread, so that a CTA's one decoder decodes a block 4x sooner.
+        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32 // TPR, TPR], [DW, 1], [1, 0])
         flagl: gl.constexpr = gl.BlockedLayout([1], [32], [DW], [0])
         KB = K // 128
         col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
@@ -313,10 +319,10 @@ if HAVE_GLUON:
                 (_consumer_swap, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr,
                                   c_ptr, MAX_M, N, K, NUM_MT, NT, TILES, STAGES)),
                 (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT,
-                            NT, TILES, STAGES, AR, USE_ASM, ABLATE)),
+                            NT, TILES, STAGES, AR, USE_ASM, ABLATE, _SWAP_TPR)),
                 (_loader, (a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K,
                            NUM_MT, NT, TILES, STAGES, C)),
-            ], [2, 1], [_SWAP_DECODER_REGS, _LOADER_REGS])
+            ], [2 * _SWAP_TPR, 1], [_SWAP_DECODER_REGS, _LOADER_REGS])
         else:
             gl.warp_specialize([
                 (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr,
