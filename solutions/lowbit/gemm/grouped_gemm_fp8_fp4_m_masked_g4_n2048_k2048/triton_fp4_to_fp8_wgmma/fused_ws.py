@@ -79,12 +79,16 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _loader(a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K,
-                NUM_MT, NT, TILES, STAGES: gl.constexpr, C: gl.constexpr):
+                NUM_MT, NT, TILES, STAGES: gl.constexpr, C: gl.constexpr, ABLATE: gl.constexpr = 0):
         BN: gl.constexpr = bw_desc.block_type.shape[0]
         AR: gl.constexpr = a_desc.block_type.shape[0]  # A rows per box (one box per consumer)
         BM: gl.constexpr = AR * C
         KB = K // 128
-        nbytes: gl.constexpr = C * a_desc.block_type.nbytes + bw_desc.block_type.nbytes + bs_desc.block_type.nbytes
+        # ABLATE & 4 / & 8 (timing only): no b_scale / no B boxes.
+        LOAD_BS: gl.constexpr = (ABLATE // 4) % 2 == 0
+        LOAD_BW: gl.constexpr = (ABLATE // 8) % 2 == 0
+        nbytes: gl.constexpr = (C * a_desc.block_type.nbytes + (bw_desc.block_type.nbytes if LOAD_BW else 0)
+                                + (bs_desc.block_type.nbytes if LOAD_BS else 0))
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
             g, mt, nt, rows = _tile(t, mm_ptr, MAX_M, NUM_MT, NT)
@@ -99,8 +103,10 @@ if HAVE_GLUON:
                     mbarrier.expect(bar, nbytes)
                     for w in gl.static_range(C):
                         tma.async_copy_global_to_shared(a_desc, [a_row + AR * w, kb * 128], bar, a_bufs.index(s * C + w))
-                    tma.async_copy_global_to_shared(bw_desc, [b_row, kb * 16], bar, bw_bufs.index(s))
-                    tma.async_copy_global_to_shared(bs_desc, [b_row, kb * 4], bar, bs_bufs.index(s))
+                    if LOAD_BW:
+                        tma.async_copy_global_to_shared(bw_desc, [b_row, kb * 16], bar, bw_bufs.index(s))
+                    if LOAD_BS:
+                        tma.async_copy_global_to_shared(bs_desc, [b_row, kb * 4], bar, bs_bufs.index(s))
                     it += 1
 
     @gluon.jit
@@ -233,7 +239,7 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _consumer_swap(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr,
-                       MAX_M, N, K, NUM_MT, NT, TILES, STAGES: gl.constexpr):
+                       MAX_M, N, K, NUM_MT, NT, TILES, STAGES: gl.constexpr, ABLATE: gl.constexpr = 0):
         """Few tokens: acc[BW weight rows, BT tokens] = Bdec @ A^T, the weights on the MMA's M
         side (64) and the tokens on its N side (16-64), one warpgroup; c is stored transposed."""
         BW: gl.constexpr = q_bufs.type.shape[1]
@@ -263,7 +269,9 @@ if HAVE_GLUON:
                     mbarrier.wait(decoded.index(s), phase)
                     a_tile = a_bufs.index(s)
                     q_tile = q_bufs.index(s)
-                    if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:
+                    if (ABLATE // 2) % 2 == 1:  # timing only: no MMA (wrong results)
+                        pass
+                    elif gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:
                         t_mma = warpgroup_mma(q_tile, a_tile.permute((1, 0)), t_mma, use_acc=False, is_async=True)
                         t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
                         ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
@@ -317,11 +325,11 @@ if HAVE_GLUON:
         if SWAP:
             gl.warp_specialize([
                 (_consumer_swap, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr,
-                                  c_ptr, MAX_M, N, K, NUM_MT, NT, TILES, STAGES)),
+                                  c_ptr, MAX_M, N, K, NUM_MT, NT, TILES, STAGES, ABLATE)),
                 (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT,
                             NT, TILES, STAGES, AR, USE_ASM, ABLATE, _SWAP_TPR)),
                 (_loader, (a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K,
-                           NUM_MT, NT, TILES, STAGES, C)),
+                           NUM_MT, NT, TILES, STAGES, C, ABLATE)),
             ], [2 * _SWAP_TPR, 1], [_SWAP_DECODER_REGS, _LOADER_REGS])
         else:
             gl.warp_specialize([
@@ -380,7 +388,8 @@ def launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, 
 
 
 def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0, swap=False):
-    """ablate (timing only, wrong results): 1 no decode, 2 no promotion, 3 neither."""
+    """ablate (timing only, wrong results), bits: 1 no decode, 2 no promotion (SWAP: no MMA),
+    4 no b_scale loads, 8 no B loads (both SWAP only)."""
     grid, args, consts = launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages, use_asm, ablate,
                                      swap)
     fused_ws_kernel[grid](*args, **consts)
