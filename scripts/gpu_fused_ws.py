@@ -59,26 +59,28 @@ SWAP_WORKLOADS = [
 ]
 
 
-def fused_fn(stages, ablate=0, swap=False):
+def fused_fn(stages, ablate=0, swap=False, unroll=2):
     def fn(a, a_s, b, b_s, mm, exp, c):
-        FW.launch(a, a_s, b, b_s, mm, c, SMS, stages=stages, ablate=ablate, swap=swap)
+        FW.launch(a, a_s, b, b_s, mm, c, SMS, stages=stages, ablate=ablate, swap=swap, unroll=unroll)
     return fn
 
 
-def check(stages, swap):
+def check(stages, swap, unroll=2):
     bad = 0
     for i, (max_m, masked, sc) in enumerate(SWAP_CHECKS if swap else CHECKS):
+        if swap and unroll == 4 and max_m > 32:
+            continue  # 64-token tiles spill at U = 4
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=50 + i, scales=sc)
         want = gg.oracle64(a, a_s, b, b_s, mm).cpu()
         c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)
-        fused_fn(stages, swap=swap)(a, a_s, b, b_s, mm, None, c)
+        fused_fn(stages, swap=swap, unroll=unroll)(a, a_s, b, b_s, mm, None, c)
         torch.cuda.synchronize()
         try:
             check_accuracy(c.cpu(), want, what=f"fused_ws s{stages}/{sc}/{max_m}/{masked}")
-            print(f"check s{stages} max_m={max_m} masked={masked} {sc}: ok", flush=True)
+            print(f"check s{stages} u{unroll} max_m={max_m} masked={masked} {sc}: ok", flush=True)
         except AssertionError as exc:
             bad += 1
-            print(f"check s{stages} max_m={max_m} masked={masked} {sc}: FAIL {str(exc)[:400]}", flush=True)
+            print(f"check s{stages} u{unroll} max_m={max_m} masked={masked} {sc}: FAIL {str(exc)[:400]}", flush=True)
     return bad
 
 
@@ -89,12 +91,14 @@ def main():
                                                  "(1 no decode, 2 no promotion, 3 neither)")
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--swap", action="store_true", help="the few-token kernel (weights on the MMA's M side)")
+    ap.add_argument("--unroll", default="2", help="SWAP: blocks per consumer iteration (2, 4); checks use the first")
     ap.add_argument("--workloads", default="m512full,m512mix,m1024_75,m2048_75,m2048full,m4096e192,m4096e1024,"
                                            "h200,h256mix,m128peer")
     args = ap.parse_args()
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     stages = [int(s) for s in args.stages.split(",")]
-    failures = {} if args.no_check else {s: check(s, args.swap) for s in stages}
+    unrolls = [int(u) for u in args.unroll.split(",")]
+    failures = {} if args.no_check else {(s, u): check(s, args.swap, u) for s in stages for u in unrolls}
     ablations = [int(x) for x in args.ablate.split(",") if x]
     rows = []
     names = args.workloads.split(",")
@@ -105,9 +109,11 @@ def main():
         c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
         row = {"run()": time_call(gg.default_fn, [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us}
         for s in stages:
-            row[f"ws s{s}"] = time_call(fused_fn(s, swap=args.swap), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
+            for u in unrolls:
+                row[f"ws s{s}u{u}"] = time_call(fused_fn(s, swap=args.swap, unroll=u), [a, a_s, b, b_s, mm, exp, c],
+                                                gg.L2, reps=20).median_us
         for x in ablations:
-            row[f"abl{x}"] = time_call(fused_fn(stages[-1], x, args.swap), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
+            row[f"abl{x}"] = time_call(fused_fn(stages[-1], x, args.swap, unrolls[0]), [a, a_s, b, b_s, mm, exp, c], gg.L2, reps=20).median_us
         rows.append((wname, row))
         print(f"time {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
     faulthandler.cancel_dump_traceback_later()

@@ -48,7 +48,7 @@ MAXNREG, CONSUMER_REGS, DECODER_REGS, LOADER_REGS = 128, 184, 112, 24
 # warps), what setmaxnreg gives the decoder; the consumer (Gluon's default partition) gets
 # the rest.
 SWAP_TPR = 1  # 4 was 0.3-1 us slower (run 56b)
-SWAP_MAXNREG, SWAP_DECODER_REGS = 128, 96
+SWAP_MAXNREG, SWAP_DECODER_REGS = 168, 128
 BM_PER_CONSUMER = 64
 CONSUMERS = 2
 
@@ -238,17 +238,60 @@ if HAVE_GLUON:
             gl.store(c_rows[:, None] + offs_n[None, :], acc.to(gl.bfloat16), mask=(offs_m < MAX_M)[:, None])
 
     @gluon.jit
+    def _swap_issue(q_bufs, a_bufs, loaded, decoded, t_init, it, STAGES: gl.constexpr):
+        """Wait for stage it's A and decoded B, start its K = 128 wgmma (not waited for)."""
+        s = it % STAGES
+        phase = (it // STAGES) & 1
+        mbarrier.wait(loaded.index(s), phase)
+        mbarrier.wait(decoded.index(s), phase)
+        return warpgroup_mma(q_bufs.index(s), a_bufs.index(s).permute((1, 0)), t_init, use_acc=False, is_async=True)
+
+    @gluon.jit
+    def _swap_retire(acc, t_done, a_s, q_bufs, a_bufs, ref_bufs, flag_bufs, bs_bufs, empty, t_init, it,
+                     STAGES: gl.constexpr, ABLATE: gl.constexpr):
+        """Promote stage it's finished wgmma (t_done) into acc and release the stage. A block
+        with a weight row that does not fold is recomputed exactly instead: four K = 32
+        wgmmas, each times that row's own per-32 scale (rows that fold keep ref)."""
+        mma: gl.constexpr = t_init.type.layout
+        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
+        flagl: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        s = it % STAGES
+        if (ABLATE // 2) % 2 == 1:  # timing only: no promotion (wrong results)
+            acc = acc + t_done
+        elif gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:
+            ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
+            acc = acc + t_done * (ref[:, None] * a_s[None, :])
+        else:
+            col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
+            q_tile = q_bufs.index(s)
+            a_tile = a_bufs.index(s)
+            for j in gl.static_range(4):
+                t_j = warpgroup_mma(q_tile.slice(32 * j, 32, dim=1), a_tile.slice(32 * j, 32, dim=1).permute((1, 0)),
+                                    t_init, use_acc=False, is_async=True)
+                t_j = warpgroup_mma_wait(0, deps=(t_j,))
+                sc = bs_bufs.index(s).load(rowl)
+                s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1), gl.SliceLayout(1, mma))
+                ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
+                mult = gl.where(ref >= 0.0, ref, s_j)
+                acc = acc + t_j * (mult[:, None] * a_s[None, :])
+        mbarrier.arrive(empty.index(s), count=1)
+        return acc
+
+    @gluon.jit
     def _consumer_swap(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr,
-                       MAX_M, N, K, NUM_MT, NT, TILES, STAGES: gl.constexpr, ABLATE: gl.constexpr = 0):
+                       MAX_M, N, K, NUM_MT, NT, TILES, STAGES: gl.constexpr, U: gl.constexpr,
+                       ABLATE: gl.constexpr = 0):
         """Few tokens: acc[BW weight rows, BT tokens] = Bdec @ A^T, the weights on the MMA's M
-        side (64) and the tokens on its N side (16-64), one warpgroup; c is stored transposed."""
+        side (64) and the tokens on its N side (16-64), one warpgroup; c is stored transposed.
+        U (2 or 4) blocks per iteration: their wgmmas are all started before the first is
+        waited for, so the tensor core's latency is paid once per U blocks, not per block
+        (an unfinished wgmma can't be carried from one loop iteration to the next). K / 128
+        must be a multiple of U."""
         BW: gl.constexpr = q_bufs.type.shape[1]
         BT: gl.constexpr = a_bufs.type.shape[1]
         KB = K // 128
         mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BT, 32])
-        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
-        flagl: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-        col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
+        t_init = gl.zeros([BW, BT], gl.float32, mma)
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
             g, mt, nt, rows = _tile(t, mm_ptr, MAX_M, NUM_MT, NT)
@@ -258,44 +301,46 @@ if HAVE_GLUON:
             if mt * BT < rows:
                 in_bucket = offs_t < MAX_M
                 as_rows = as_ptr + (g * MAX_M + offs_t).to(gl.int64) * KB
-                a_s_next = gl.load(as_rows, mask=in_bucket, other=0.0)
-                t_mma = gl.zeros([BW, BT], gl.float32, mma)
-                for kb in range(KB):
-                    s = it % STAGES
-                    phase = (it // STAGES) & 1
-                    a_s = a_s_next
-                    a_s_next = gl.load(as_rows + (kb + 1), mask=in_bucket & (kb + 1 < KB), other=0.0)
-                    mbarrier.wait(loaded.index(s), phase)
-                    mbarrier.wait(decoded.index(s), phase)
-                    a_tile = a_bufs.index(s)
-                    q_tile = q_bufs.index(s)
-                    if (ABLATE // 2) % 2 == 1:  # timing only: no MMA (wrong results)
-                        pass
-                    elif gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:
-                        t_mma = warpgroup_mma(q_tile, a_tile.permute((1, 0)), t_mma, use_acc=False, is_async=True)
-                        t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
-                        ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
-                        acc = acc + t_mma * (ref[:, None] * a_s[None, :])
+                for kb in range(0, KB, U):
+                    # a_scale of the U blocks: loaded before the wgmmas start, used after.
+                    a_s0 = gl.load(as_rows + kb, mask=in_bucket, other=0.0)
+                    a_s1 = gl.load(as_rows + (kb + 1), mask=in_bucket, other=0.0)
+                    t0 = _swap_issue(q_bufs, a_bufs, loaded, decoded, t_init, it, STAGES)
+                    t1 = _swap_issue(q_bufs, a_bufs, loaded, decoded, t_init, it + 1, STAGES)
+                    if U == 4:
+                        a_s2 = gl.load(as_rows + (kb + 2), mask=in_bucket, other=0.0)
+                        a_s3 = gl.load(as_rows + (kb + 3), mask=in_bucket, other=0.0)
+                        t2 = _swap_issue(q_bufs, a_bufs, loaded, decoded, t_init, it + 2, STAGES)
+                        t3 = _swap_issue(q_bufs, a_bufs, loaded, decoded, t_init, it + 3, STAGES)
+                        t0 = warpgroup_mma_wait(3, deps=(t0,))
+                        acc = _swap_retire(acc, t0, a_s0, q_bufs, a_bufs, ref_bufs, flag_bufs, bs_bufs, empty, t_init,
+                                           it, STAGES, ABLATE)
+                        t1 = warpgroup_mma_wait(2, deps=(t1,))
+                        acc = _swap_retire(acc, t1, a_s1, q_bufs, a_bufs, ref_bufs, flag_bufs, bs_bufs, empty, t_init,
+                                           it + 1, STAGES, ABLATE)
+                        t2 = warpgroup_mma_wait(1, deps=(t2,))
+                        acc = _swap_retire(acc, t2, a_s2, q_bufs, a_bufs, ref_bufs, flag_bufs, bs_bufs, empty, t_init,
+                                           it + 2, STAGES, ABLATE)
+                        t3 = warpgroup_mma_wait(0, deps=(t3,))
+                        acc = _swap_retire(acc, t3, a_s3, q_bufs, a_bufs, ref_bufs, flag_bufs, bs_bufs, empty, t_init,
+                                           it + 3, STAGES, ABLATE)
                     else:
-                        for j in gl.static_range(4):
-                            t_mma = warpgroup_mma(q_tile.slice(32 * j, 32, dim=1),
-                                                  a_tile.slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
-                                                  use_acc=False, is_async=True)
-                            t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
-                            sc = bs_bufs.index(s).load(rowl)
-                            s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1), gl.SliceLayout(1, mma))
-                            ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
-                            mult = gl.where(ref >= 0.0, ref, s_j)
-                            acc = acc + t_mma * (mult[:, None] * a_s[None, :])
-                    mbarrier.arrive(empty.index(s), count=1)
-                    it += 1
+                        gl.static_assert(U == 2, "2 or 4 blocks per iteration")
+                        t0 = warpgroup_mma_wait(1, deps=(t0,))
+                        acc = _swap_retire(acc, t0, a_s0, q_bufs, a_bufs, ref_bufs, flag_bufs, bs_bufs, empty, t_init,
+                                           it, STAGES, ABLATE)
+                        t1 = warpgroup_mma_wait(0, deps=(t1,))
+                        acc = _swap_retire(acc, t1, a_s1, q_bufs, a_bufs, ref_bufs, flag_bufs, bs_bufs, empty, t_init,
+                                           it + 1, STAGES, ABLATE)
+                    it += U
                 acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
             c_cols = c_ptr + (g * MAX_M + offs_t).to(gl.int64) * N
             gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(offs_t < MAX_M)[None, :])
 
     @gluon.jit
     def fused_ws_kernel(a_desc, bw_desc, bs_desc, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NUM_MT, NT, TILES,
-                        STAGES: gl.constexpr, USE_ASM: gl.constexpr, SWAP: gl.constexpr, ABLATE: gl.constexpr = 0):
+                        STAGES: gl.constexpr, USE_ASM: gl.constexpr, SWAP: gl.constexpr, U: gl.constexpr = 2,
+                        ABLATE: gl.constexpr = 0):
         """Persistent: grid min(tiles, SMs); see the module's doc. num_warps = 4 (consumer 0,
         Gluon's default partition). SWAP: one consumer, the weights on the MMA's M side
         (64-row weight tiles, a_desc's box rows are the token tile); else two consumers of
@@ -325,7 +370,7 @@ if HAVE_GLUON:
         if SWAP:
             gl.warp_specialize([
                 (_consumer_swap, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr,
-                                  c_ptr, MAX_M, N, K, NUM_MT, NT, TILES, STAGES, ABLATE)),
+                                  c_ptr, MAX_M, N, K, NUM_MT, NT, TILES, STAGES, U, ABLATE)),
                 (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NUM_MT,
                             NT, TILES, STAGES, AR, USE_ASM, ABLATE, _SWAP_TPR)),
                 (_loader, (a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K,
@@ -371,7 +416,8 @@ def descriptors(a_fp8, b_fp4, b_scale, a_rows, bn):
     )
 
 
-def launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0, swap=False):
+def launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0, swap=False,
+                unroll=2):
     """(grid, positional args, constexprs and options) of one fused_ws_kernel launch."""
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
@@ -384,13 +430,14 @@ def launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, 
     a_desc, bw_desc, bs_desc = descriptors(a_fp8, b_fp4, b_scale, a_rows, bn)
     return ((min(tiles, num_sms),),
             (a_desc, bw_desc, bs_desc, a_scale, masked_m, c, max_m, n, k, num_mt, nt, tiles),
-            dict(STAGES=stages, USE_ASM=use_asm, SWAP=swap, ABLATE=ablate, num_warps=4, maxnreg=maxnreg))
+            dict(STAGES=stages, USE_ASM=use_asm, SWAP=swap, U=unroll, ABLATE=ablate, num_warps=4, maxnreg=maxnreg))
 
 
-def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0, swap=False):
+def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages=4, use_asm=True, ablate=0, swap=False,
+           unroll=2):
     """ablate (timing only, wrong results), bits: 1 no decode, 2 no promotion (SWAP: no MMA),
     4 no b_scale loads, 8 no B loads (both SWAP only)."""
     grid, args, consts = launch_args(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, stages, use_asm, ablate,
-                                     swap)
+                                     swap, unroll)
     fused_ws_kernel[grid](*args, **consts)
     return c
