@@ -339,7 +339,10 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     (32, [32, 17, -4, 25], "adversarial", 24), (32, [32, 32, 32, 32], "nonpow2", 24),  # split K in two
     # The tile kernel with the tiles with rows launched first (twelfth session, run 48):
     # uneven groups, one far above the hint, one empty, one past max_m.
-    (4096, [141, 3000, -3, 150], "adversarial", 230), (2048, [100, 0, 2048, 37], "spread", 200)]
+    (4096, [141, 3000, -3, 150], "adversarial", 230), (2048, [100, 0, 2048, 37], "spread", 200),
+    # fused_ws_kernel (thirteenth session, sm_90): 17-64-row buckets, a tile the bucket does not
+    # fill, the harness's wide scales.
+    (48, [48, 17, 0, 60], "adversarial", 30), (64, [8, 17, 32, 24], "wide30", 22), (20, [20, 3, -1, 19], "spread", 10)]
 
 
 def validate_mode():
@@ -361,7 +364,7 @@ def validate_mode():
                 # go through the FP8 MMA, whose ~14-bit sums inside a 128-K block miss the
                 # elementwise tolerance on a few cancelling outputs of this extreme case.
                 print(f"validate KNOWN LIMIT {exc}", flush=True)
-        cfg = H.choose_config(max_m, exp, N, torch.cuda.get_device_capability())
+        cfg = H.choose_config(max_m, exp, N, torch.cuda.get_device_capability(), ws=True)
         print(f"validate max_m={max_m} masked={masked} {sc} hint={exp}: ok [{cfg}]", flush=True)
     # A 16-byte misaligned a_fp8 (TMA can't address it: pointer loads, without the register
     # cap of a capped config, run 25).
@@ -375,6 +378,15 @@ def validate_mode():
     check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what="run/misaligned a_fp8/1024")
     print(f"validate misaligned a_fp8 max_m=1024 hint=757: ok, "
           f"{time_call(default_fn, [shifted, a_s, b, b_s, mm, 757, c], L2, reps=20).median_us:.1f} us", flush=True)
+    # The same at max_m 64, where fused_ws_kernel (TMA) hands the call to the Triton kernels.
+    a, a_s, b, b_s, mm = make(64, [40, 64, 3, 0], seed=41)
+    shifted = torch.empty(a.numel() + 8, dtype=a.dtype, device=dev)[8:].view(a.shape)
+    shifted.copy_(a)
+    c = torch.full((G, 64, N), float("nan"), dtype=torch.bfloat16, device=dev)
+    default_fn(shifted, a_s, b, b_s, mm, 22, c)
+    torch.cuda.synchronize()
+    check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what="run/misaligned a_fp8/64")
+    print("validate misaligned a_fp8 max_m=64 hint=22: ok", flush=True)
     # GPU time of run() and, where the one-tile kernel runs, of the same config with the
     # dependent launch switched the other way (H.PDL decides the default).
     cap = torch.cuda.get_device_capability()
@@ -385,7 +397,9 @@ def validate_mode():
         c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
         cfg = H.choose_config(max_m, exp, N, cap)
         fns = [("default", default_fn)]
-        if cfg.tiles:  # PDL needs the one-tile kernel
+        if H.choose_config(max_m, exp, N, cap, ws=True).ws:  # run() takes fused_ws_kernel
+            fns.append(("ws=False", variant_fn(cfg)))
+        elif cfg.tiles:  # PDL needs the one-tile kernel
             fns.append((f"pdl={not cfg.pdl}", variant_fn(dataclasses.replace(cfg, pdl=not cfg.pdl))))
         row = {v: time_call(fn, [a, a_s, b, b_s, mm, exp, c], L2, reps=20).median_us for v, fn in fns}
         print(f"validate {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)

@@ -42,6 +42,11 @@ try:  # Triton internals this file binds launches with (the same in 3.6 and 3.9)
     from triton.runtime.jit import MockTensor, create_function_from_signature
 except ImportError:  # another Triton: the test skips (see _missing_toolchain) rather than fail
     MockTensor = create_function_from_signature = None
+try:  # Gluon kernels (the grouped solution's fused_ws_kernel) compile from their own AST source
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+except ImportError:
+    GluonASTSource = GluonDescriptor = None
 
 import lowbit_gemm
 from lowbit_gemm.solutions import load_solution_folder, solution_dir
@@ -63,7 +68,7 @@ KNOWN_FAILURES = {}
 # Triton may otherwise replace by an emulation without failing. The B200 solution's
 # tl.dot_scaled must become the block-scaled MMA (without an explicit scale for A, Triton 3.6
 # and 3.9 emulated it through bf16 MMAs, twelfth session).
-REQUIRED_PTX = {(100, "grouped_dot_scaled_kernel"): "kind::mxf8f6f4"}
+REQUIRED_PTX = {(100, "grouped_dot_scaled_kernel"): "kind::mxf8f6f4", (90, "fused_ws_kernel"): "wgmma.mma_async"}
 # A kernel body of fewer instructions than this that traps is a kernel Triton gave up on: it
 # compiled, for sm_100a, 128x128 tiles whose tensor-memory accumulators did not fit, to a
 # bare `trap;` (Triton 3.9, twelfth session).
@@ -89,6 +94,9 @@ def _stand_in(arg):
     if isinstance(arg, TensorDescriptor):
         return TensorDescriptor(MockTensor(arg.base.dtype), list(arg.shape), list(arg.strides),
                                 list(arg.block_shape), arg.padding)
+    if GluonDescriptor is not None and isinstance(arg, GluonDescriptor):
+        return GluonDescriptor(MockTensor(arg.base.dtype), list(arg.shape), list(arg.strides),
+                               list(arg.block_shape), arg.layout, arg.padding)
     return arg
 
 
@@ -97,7 +105,7 @@ def _arg_fact(arg):
     block, an integer's being 1 or a multiple of 16."""
     if isinstance(arg, MockTensor):
         return str(arg.dtype).removeprefix("torch.")
-    if isinstance(arg, TensorDescriptor):
+    if isinstance(arg, TensorDescriptor) or (GluonDescriptor is not None and isinstance(arg, GluonDescriptor)):
         return f"{str(arg.base.dtype).removeprefix('torch.')}_desc{'x'.join(map(str, arg.block_shape))}"
     if isinstance(arg, int):
         return "1" if arg == 1 else "mult16" if arg % 16 == 0 else "int"
@@ -186,7 +194,8 @@ def compile_launches(arch):
             bind = create_function_from_signature(kernel.signature, kernel.params, backend)
             bound, specialization, options = bind(*args, **kwargs)
             options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound, specialization, options)
-            compiled = triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target,
+            source = GluonASTSource if getattr(kernel, "is_gluon", lambda: False)() else ASTSource
+            compiled = triton.compile(source(kernel, signature, constexprs, attrs), target=target,
                                       options=options.__dict__)
             results[launch_id] = _ptx_problem(compiled.asm["ptx"], REQUIRED_PTX.get((arch, kernel.__name__)))
         except Exception as e:  # noqa: BLE001 - reported per launch

@@ -17,8 +17,14 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from . import fused_ws
+from .fused_ws import GluonDescriptor
 from .heuristics import DEFAULT_SMS, ZN, Config, choose_config, grid_split
 from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
+
+# The Gluon kernel (sm_90; None where this Triton has no Gluon), a name of this module so that
+# tools that stand in for main's kernels (tests/test_compile_targets.py) see it.
+fused_ws_kernel = fused_ws.fused_ws_kernel if fused_ws.HAVE_GLUON else None
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 # The interpreter's fp32->bf16 cast truncates; the kernel rounds by hand there.
@@ -60,6 +66,8 @@ def _arg_key(a):
         return a.dtype, a.data_ptr() % 16 == 0
     if isinstance(a, TensorDescriptor):
         return "desc", a.base.dtype, tuple(a.block_shape)
+    if GluonDescriptor is not None and isinstance(a, GluonDescriptor):
+        return "gdesc", a.base.dtype, tuple(a.block_shape), repr(a.layout)
     return a
 
 
@@ -123,7 +131,7 @@ def _rebased(template, base):
     storage: what from_tensor makes, without its checks (the template passed them, and base
     has the template's dtype, shape and contiguity by the plan key and a 16-byte aligned
     start by the caller's check)."""
-    desc = object.__new__(TensorDescriptor)
+    desc = object.__new__(type(template))
     desc.__dict__.update(template.__dict__)
     desc.base = base
     return desc
@@ -166,7 +174,8 @@ class _Plan(NamedTuple):
     decode_grid: tuple
     dev_index: int           # CUDA device index, -1 off CUDA
     compiled: dict           # launch slot -> (CompiledKernel, constexpr tail), see _plan_launch
-    descs: dict              # "a", "q" -> TensorDescriptor templates (see _rebased), once made
+    descs: dict              # "a", "q" (or fused_ws's "a", "w", "s") -> descriptor templates (see _rebased)
+    ws_sizes: tuple = ()     # fused_ws_kernel's (NT, TILES)
 
 
 _PLANS = {}
@@ -208,8 +217,20 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if g == 0 or max_m == 0:
         return _Plan(True, g, max_m, n, k, config, 0, {}, (), (), -1, {}, {})
     chosen = config is None
+    # fused_ws_kernel needs Gluon, an NVIDIA GPU (not the interpreter), whole 64-row weight
+    # tiles and b_fp4 readable as 32-bit words; sm_90 and 16-byte aligned starts are checked
+    # by choose_config and at the call.
+    ws_ok = (fused_ws_kernel is not None and dev.type == "cuda" and not _INTERPRET and torch.version.hip is None
+             and fused_ws.supported(g, max_m, n, k) and b_fp4.storage_offset() % 4 == 0)
     if chosen:
-        config = choose_config(max_m, expected_m, n, *_device_facts(dev), g=g, k=k)
+        config = choose_config(max_m, expected_m, n, *_device_facts(dev), g=g, k=k, ws=ws_ok)
+    if config.ws:
+        if not ws_ok:
+            raise ValueError(f"config: ws needs Gluon, a CUDA device (not the interpreter), n % 64 == 0 and "
+                             f"b_fp4 4-byte aligned, got {config}")
+        grid, nt, tiles = fused_ws.grid_and_sizes(g, max_m, n, _device_facts(dev)[1])
+        dev_index = dev.index if dev.index is not None else torch.cuda.current_device()
+        return _Plan(False, g, max_m, n, k, config, 0, fused_ws.consts(), grid, (), dev_index, {}, {}, (nt, tiles))
     if config.BN < 32 or config.BM < 16:
         # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
         # decode with < 4 bytes per thread (now CORR_ASM off there), not re-measured since.
@@ -321,6 +342,18 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     # from the plan; with aligned tensors the plan's compiled kernels are relaunched as they are.
     aligned = not ((a_fp8.data_ptr() | a_scale.data_ptr() | b_fp4.data_ptr() | b_scale.data_ptr()
                     | masked_m.data_ptr() | c.data_ptr()) & 15)
+    if cfg.ws:
+        if not aligned:  # TMA can't address a 16-byte misaligned start: the Triton kernels
+            fallback = choose_config(max_m, expected_m, n, *_device_facts(c.device), g=g, k=k)
+            return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, fallback)
+        if not plan.descs:
+            plan.descs.update(_templates(**dict(zip("aws", fused_ws.descriptors(a_fp8, b_fp4, b_scale)))))
+        # Each template over this call's tensors, in the template's dtype (B as int32 words).
+        descs = (_rebased(plan.descs["a"], a_fp8), _rebased(plan.descs["w"], b_fp4.view(torch.int32)),
+                 _rebased(plan.descs["s"], b_scale))
+        _plan_launch(plan, "ws", fused_ws_kernel, plan.grid,
+                     (*descs, a_scale, masked_m, c, max_m, n, k, *plan.ws_sizes), plan.consts, aligned)
+        return c
     bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
     if cfg.predec:
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale.
