@@ -16,7 +16,8 @@ Run from the repository root on the GPU machine: python3 scripts/gpu_host_time.p
  --ab [grouped|sparse|fused]: instead, variants of the heuristic's configs, checked, then GPU
  and host time, and torch's memset of each case's output for scale; it replaced the fifth
  session's --tma-ab, TMA against pointer loads, which it includes; "fused": the one-pass kernel for few rows against the heuristic, seventh session;
- --old DIR with "fused": also DIR's copy of the grouped solution, e.g. an earlier commit's)
+ --old DIR with "fused": also DIR's copy of the grouped solution, e.g. an earlier commit's;
+ --no-ws: the grouped solution without fused_ws_kernel, thirteenth session)
 """
 
 import cProfile
@@ -120,6 +121,8 @@ def main():
           f"python {sys.version.split()[0]} date {time.strftime('%Y-%m-%d')}", flush=True)
     g = load_solution(GROUPED, "lowbit", "triton_fp4_to_fp8_wgmma")
     s = load_solution(SPARSE, "lowbit", "triton_sparse_fp4_decode_wgmma")
+    if "--no-ws" in sys.argv:  # the Triton kernels where the heuristic would take fused_ws_kernel
+        load_solution(GROUPED, "lowbit", "triton_fp4_to_fp8_wgmma", "heuristics").WS = False
     cases = [
         ("grouped max_m=32", g, grouped_inputs(32, [8, 32, 17, 25], 21)),
         ("grouped max_m=64", g, grouped_inputs(64, [8, 21, 32, 13], 19)),
