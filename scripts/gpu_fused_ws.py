@@ -1,6 +1,6 @@
 """GPU check and timing of fused_ws_kernel (the grouped solution's warp-specialised Gluon kernel,
 thirteenth session) launched directly, at bucket sizes inside and outside the 17-64 rows the
-heuristic gives it, against run() and against the Triton kernels' choice.
+heuristic gives it (33-64), against run() and against the Triton kernels' choice.
 
 1. fused_ws against the float64 oracle on NaN-poisoned c: random, adversarial, non-power-of-two,
    spread and wide scales; masked_m negative / 0 / > max_m; max_m not a multiple of the tile.

@@ -397,25 +397,25 @@ def test_correction_loop_ptx_decode_only_with_four_bytes_per_thread():
 
 
 def test_ws_kernel_choice():
-    """fused_ws_kernel (Gluon, warp-specialised) for buckets of 17-64 rows on sm_90 only, and
+    """fused_ws_kernel (Gluon, warp-specialised) for buckets of 33-64 rows on sm_90 only, and
     only where the caller says it can run it (ws=True: Gluon, a CUDA device, aligned inputs)."""
-    for max_m, hint, bm in ((32, 24, 32), (17, 1, 32), (64, 20, 64), (64, None, 64), (33, 64, 64)):
+    for max_m, hint in ((64, 20), (64, None), (33, 64), (48, 1)):
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0), ws=True)
-        assert cfg.ws and cfg.BM == bm and cfg.BN == 64, (max_m, hint, cfg)
+        assert cfg.ws and cfg.BM == 64 and cfg.BN == 64, (max_m, hint, cfg)
         assert not heur.choose_config(max_m, hint, 2048, (9, 0)).ws
         assert not heur.choose_config(max_m, hint, 2048, (10, 0), ws=True).ws  # wgmma: Hopper only
-    for max_m in (1, 16, 65, 128, 512, 4096):
+    for max_m in (1, 16, 17, 32, 65, 128, 512, 4096):
         assert not heur.choose_config(max_m, 16, 2048, (9, 0), ws=True).ws, max_m
 
 
 def test_ws_config_refused_where_it_cannot_run():
     """Under the interpreter (no Gluon lowering) the heuristic never picks fused_ws_kernel, and
     an explicit ws config is refused with the reason."""
-    a, a_s, b, b_s = make(1, 32, 64, 256)
-    mm = torch.tensor([20], dtype=torch.int32)
-    c = torch.empty(1, 32, 64, dtype=torch.bfloat16)
+    a, a_s, b, b_s = make(1, 48, 64, 256)
+    mm = torch.tensor([40], dtype=torch.int32)
+    c = torch.empty(1, 48, 64, dtype=torch.bfloat16)
     assert not main._make_plan(a, a_s, b, b_s, mm, c, 24, None).config.ws
-    ws = heur.Config(BM=32, BN=64, swap=True, num_warps=4, num_stages=4, ws=True)
+    ws = heur.Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=4, ws=True)
     with pytest.raises(ValueError, match="ws needs Gluon"):
         main._make_plan(a, a_s, b, b_s, mm, c, 24, ws)
 

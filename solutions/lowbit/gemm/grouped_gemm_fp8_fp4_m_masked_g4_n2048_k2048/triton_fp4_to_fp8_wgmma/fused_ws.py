@@ -1,4 +1,4 @@
-"""One launch for buckets of 17-64 rows on Hopper: B decoded by warps of its own, beside the MMA.
+"""One launch for buckets of 33-64 rows on Hopper: B decoded by warps of its own, beside the MMA.
 
 Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth session, runs
 55-56 in docs/kernels/grouped_gemm.md). With at most 64 rows a group's tokens fit one MMA N
@@ -18,7 +18,9 @@ partitions, synchronised only through per-stage mbarriers:
   four K = 32 wgmmas instead, each times that row's own per-32 scale (exact products); then
   ``empty[s]``. c is stored transposed from the accumulator.
 
-Tiles are (group, BT tokens, 64 weight rows), group-major; a tile whose tokens all lie at or
+The kernel takes any max_m (token tiles of 16, 32 or 64; a bucket of more than 64 rows decodes
+each B tile again per token tile); heuristics.choose_config says where it is used. Tiles are
+(group, BT tokens, 64 weight rows), group-major; a tile whose tokens all lie at or
 past clamp(masked_m[g], 0, max_m) only stores zeros (every partition reads masked_m on the
 device and skips it alike, so nothing waits on the host). Gluon has no interpreter and no
 portable lowering: main.py takes this path only on sm_90 with a Triton that has Gluon

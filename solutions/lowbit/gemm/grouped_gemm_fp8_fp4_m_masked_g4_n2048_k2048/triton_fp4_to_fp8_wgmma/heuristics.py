@@ -25,10 +25,10 @@ PDL = True
 # inside the GEMM loop, no decode pass) instead of two; see choose_config. False restores the
 # sixth session's two passes everywhere (for A/B runs).
 ONE_PASS = True
-# fused_ws_kernel for buckets of 17 to WS_MAX_M rows (one token tile of at most 64), sm_90 only
+# fused_ws_kernel for buckets of WS_MIN_M to WS_MAX_M rows (one token tile of 64), sm_90 only
 # (wgmma); see choose_config. False keeps the Triton kernels everywhere (for A/B runs).
 WS = True
-WS_MAX_M = 64
+WS_MIN_M, WS_MAX_M = 33, 64
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -72,7 +72,7 @@ class Config:
                            # (kernel._tile_of_program for the tile kernel)
     zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
     ws: bool = False       # fused_ws_kernel (Gluon, sm_90): the warp-specialised one-launch kernel
-                           # for 17-64-row buckets; BM is its token tile, BN its 64 weight rows
+                           # for 33-64-row buckets; BM is its token tile, BN its 64 weight rows
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -109,12 +109,15 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     kernel, in blocks per program for the decode pass (_decode_kb). ws: the caller can run
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
-    Thirteenth session (run 56): on sm_90, buckets of 17-64 rows take fused_ws_kernel, one
+    Thirteenth session (run 56): on sm_90, buckets of 33-64 rows take fused_ws_kernel, one
     warp-specialised launch (TMA loader, decoder warps, one wgmma consumer; each B tile
-    decoded once, never written back). H200 GPU us, the choice before / fused_ws: max_m 32
-    with ~24 rows 15.1 / 12.5, 64 with ~20 rows 16.7 / 14.7, 64 with 3-64 rows 15.0 / 14.6;
-    not taken at max_m 1 and 16 (10.2 / 10.7, 11.6 / 11.6: the one-pass kernel) nor from 65
-    rows (a second token tile decodes B again: 128 with ~25 rows 16.8 / 24.4).
+    decoded once, never written back). H200 GPU us, the Triton kernels / fused_ws: max_m 48
+    with 12-48 rows 20.8 / 14.0, 64 with ~20 rows 16.6 / 14.5, 64 with 3-64 rows 15.0 / 14.4,
+    and host time until run() returns at max_m 64 64.7 / 41.9 (one launch instead of two).
+    Not taken at max_m 17-32: GPU 15.0 / 12.7 at 32, but its three TMA descriptors cost
+    15 us more host time than the one-pass kernel's launch (enqueue 27.8 / 43.2 us), which
+    FlashInfer-Bench's figure includes; nor at max_m 1 and 16 (GPU 10.2 / 10.7, 11.6 / 11.6)
+    nor from 65 rows (a second token tile decodes B again: 128 with ~25 rows 16.8 / 24.4).
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
     G-H, 2026-11-30): most shapes are fastest with two passes (decode B to e4m3 once per
@@ -164,9 +167,8 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
     maxnreg = 0
-    if ws and WS and tuple(capability) == (9, 0) and 16 < max_m <= WS_MAX_M:
-        bt = 32 if max_m <= 32 else 64
-        return Config(BM=bt, BN=64, swap=True, num_warps=4, num_stages=4, ws=True)
+    if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M:
+        return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=4, ws=True)
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32
         bm = 16 if small_bucket and rows <= 16 else 32
