@@ -416,7 +416,7 @@ def test_ws_config_refused_where_it_cannot_run():
     c = torch.empty(1, 48, 64, dtype=torch.bfloat16)
     assert not main._make_plan(a, a_s, b, b_s, mm, c, 24, None).config.ws
     ws = heur.Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=4, ws=True)
-    with pytest.raises(ValueError, match="ws needs Gluon"):
+    with pytest.raises(ValueError, match="ws needs Gluon, an sm_90"):
         main._make_plan(a, a_s, b, b_s, mm, c, 24, ws)
 
 

@@ -225,9 +225,9 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if chosen:
         config = choose_config(max_m, expected_m, n, *_device_facts(dev), g=g, k=k, ws=ws_ok)
     if config.ws:
-        if not ws_ok:
-            raise ValueError(f"config: ws needs Gluon, a CUDA device (not the interpreter), n % 64 == 0 and "
-                             f"b_fp4 4-byte aligned, got {config}")
+        if not ws_ok or tuple(_device_facts(dev)[0]) != (9, 0):
+            raise ValueError(f"config: ws needs Gluon, an sm_90 CUDA device (not the interpreter), n % 64 == 0 "
+                             f"and b_fp4 4-byte aligned, got {config}")
         grid, nt, tiles = fused_ws.grid_and_sizes(g, max_m, n, _device_facts(dev)[1])
         dev_index = dev.index if dev.index is not None else torch.cuda.current_device()
         return _Plan(False, g, max_m, n, k, config, 0, fused_ws.consts(), grid, (), dev_index, {}, {}, (nt, tiles))
