@@ -9,8 +9,9 @@ heuristic gives it (33-64), against run() and against the Triton kernels' choice
 
 A deadlocked pipeline would hang the GPU: the script exits after WATCHDOG_S seconds.
 Run from the repository root: python3 scripts/gpu_fused_ws.py
-(The many-row form of runs 55 and the ablations of run 56 are in git history: commit 71cc582
-and the thirteenth session's commits before the kernel was cut down to this form.)
+(The many-row form of run 55 and its ablations: commit 71cc582; the few-token variants and
+ablations of run 56: commits 462bfe0 to 07eab84, the script's --swap, --stages, --unroll and
+--ablate options there.)
 """
 
 import faulthandler
