@@ -41,11 +41,10 @@ except ImportError:  # Triton without Gluon: the Triton kernels serve every call
 
 import torch
 
-from .kernel import _PRMT_WORD_ASM_TEXT
+# The Triton kernels' fold limit (a constexpr: kernel.FOLD_SPREAD says why 3 binades) and
+# prmt decode, so that both paths fold and decode alike.
+from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
-# Widest spread (binades) of a block's four scales folded into the e4m3 exponents
-# (kernel.FOLD_SPREAD, which says why 3).
-FOLD_SPREAD = 3
 BW = 64        # weight rows per tile (the MMA's M), one per decoder thread
 STAGES = 4     # 128-K blocks in flight per CTA (8 measured within 0.5 us, run 56)
 # Registers: the launch's cap (4 + 2 + 1 warps), what setmaxnreg gives the decoder and the
@@ -53,7 +52,7 @@ STAGES = 4     # 128-K blocks in flight per CTA (8 measured within 0.5 us, run 5
 MAXNREG, DECODER_REGS, LOADER_REGS = 168, 128, 24
 
 if HAVE_GLUON:
-    _FOLD_SPREAD, _DECODER_REGS, _LOADER_REGS = (gl.constexpr(v) for v in (FOLD_SPREAD, DECODER_REGS, LOADER_REGS))
+    _DECODER_REGS, _LOADER_REGS = gl.constexpr(DECODER_REGS), gl.constexpr(LOADER_REGS)
     _PRMT = gl.constexpr(_PRMT_WORD_ASM_TEXT)
     # A barrier among one partition's warps (Triton 3.6 names it thread_barrier, 3.7+ barrier).
     _partition_sync = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
@@ -137,7 +136,7 @@ if HAVE_GLUON:
                     bmax = gl.max(sb, axis=1)
                     bmin = gl.min(sb, axis=1)
                     mant = gl.max(sb & 0x7FFFFF, axis=1)
-                    ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= _FOLD_SPREAD * 0x800000)
+                    ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= FOLD_SPREAD * 0x800000)
                     # (e_j - e_max + 6) * 8: the exponent-field addend of group j; 0 keeps raw codes.
                     dexp = gl.where(ok[:, None], (sb >> 20) - (bmax >> 20)[:, None] + 48, 0)
                     d0 = gl.sum(gl.where(col4 == 0, dexp, 0), axis=1)[:, None]
