@@ -72,7 +72,8 @@ class Config:
                            # (kernel._tile_of_program for the tile kernel)
     zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
     ws: bool = False       # fused_ws_kernel (Gluon, sm_90): the warp-specialised one-launch kernel
-                           # for 33-64-row buckets; BM is its token tile, BN its 64 weight rows
+                           # for 33-64-row buckets; its tiles follow from max_m (fused_ws.token_tile,
+                           # fused_ws.BW), BM and BN only record them
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,

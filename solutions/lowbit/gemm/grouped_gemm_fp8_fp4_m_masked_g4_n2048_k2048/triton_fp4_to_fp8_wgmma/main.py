@@ -222,14 +222,16 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     # by choose_config and at the call.
     ws_ok = (fused_ws_kernel is not None and dev.type == "cuda" and not _INTERPRET and torch.version.hip is None
              and fused_ws.supported(g, max_m, n, k) and b_fp4.storage_offset() % 4 == 0)
+    capability, num_sms = _device_facts(dev)
+    dev_index = (dev.index if dev.index is not None else torch.cuda.current_device()) \
+        if dev.type == "cuda" else -1
     if chosen:
-        config = choose_config(max_m, expected_m, n, *_device_facts(dev), g=g, k=k, ws=ws_ok)
+        config = choose_config(max_m, expected_m, n, capability, num_sms, g=g, k=k, ws=ws_ok)
     if config.ws:
-        if not ws_ok or tuple(_device_facts(dev)[0]) != (9, 0):
+        if not ws_ok or tuple(capability) != (9, 0):
             raise ValueError(f"config: ws needs Gluon, an sm_90 CUDA device (not the interpreter), n % 64 == 0 "
                              f"and b_fp4 4-byte aligned, got {config}")
-        grid, nt, tiles = fused_ws.grid_and_sizes(g, max_m, n, _device_facts(dev)[1])
-        dev_index = dev.index if dev.index is not None else torch.cuda.current_device()
+        grid, nt, tiles = fused_ws.grid_and_sizes(g, max_m, n, num_sms)
         return _Plan(False, g, max_m, n, k, config, 0, fused_ws.consts(), grid, (), dev_index, {}, {}, (nt, tiles))
     if config.BN < 32 or config.BM < 16:
         # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
@@ -285,8 +287,6 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         and torch.version.hip is None
     # The correction loop's PTX decode needs >= 4 contiguous bytes per thread (kernel doc).
     consts["CORR_ASM"] = config.BN * 16 >= 4 * 32 * config.num_warps
-    dev_index = (dev.index if dev.index is not None else torch.cuda.current_device()) \
-        if dev.type == "cuda" else -1
     m_split = grid_split(config, max_m, expected_m)
     # Plain integer ceil-division: triton.cdiv is a constexpr function, slow to call from Python.
     if config.tiles:
