@@ -1,14 +1,19 @@
 """GPU check and timing of fused_ws_kernel (the grouped solution's warp-specialised Gluon kernel,
-thirteenth session) launched directly, at bucket sizes inside and outside the 17-64 rows the
-heuristic gives it (33-64), against run() and against the Triton kernels' choice.
+thirteenth session) launched directly, at bucket sizes inside and outside the 33-128 rows the
+heuristic gives it, against run() and against the Triton kernels' choice.
 
 1. fused_ws against the float64 oracle on NaN-poisoned c: random, adversarial, non-power-of-two,
    spread and wide scales; masked_m negative / 0 / > max_m; max_m not a multiple of the tile.
 2. GPU time (CUDA-graph replay, L2-cold rotating inputs, median): run(), the Triton kernels'
    choice (ws=False) and fused_ws launched directly. Prints a table last.
+3. Host time: until a direct launch returns, and FlashInfer-Bench's measurement replayed
+   (scripts/gpu_host_time.py) of run() with and without fused_ws at 17-32-row buckets.
+
+--prev MODULE: also MODULE (a copy of fused_ws.py in the solution's folder, e.g. an earlier
+commit's, with the same launch() signature) in every check and timing.
 
 A deadlocked pipeline would hang the GPU: the script exits after WATCHDOG_S seconds.
-Run from the repository root: python3 scripts/gpu_fused_ws.py
+Run from the repository root: python3 scripts/gpu_fused_ws.py [--prev fused_ws_prev]
 (The many-row form of run 55 and its ablations: commit 71cc582; the few-token variants and
 ablations of run 56: commits 462bfe0 to 07eab84, the script's --swap, --stages, --unroll and
 --ablate options there.)
@@ -20,6 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_grouped_gemm as gg  # noqa: E402  (inputs, oracle, workloads, run())
+import gpu_host_time as ht  # noqa: E402  (host time: enqueue and the harness's measurement)
 
 import torch  # noqa: E402
 
@@ -28,6 +34,10 @@ from lowbit_gemm.oracle import check_accuracy  # noqa: E402
 from lowbit_gemm.solutions import load_solution  # noqa: E402
 
 FW = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "fused_ws")
+PREV = sys.argv[sys.argv.index("--prev") + 1] if "--prev" in sys.argv else None
+KERNELS = {"fused_ws": FW}
+if PREV:
+    KERNELS[PREV] = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", PREV)
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
 WATCHDOG_S = 240
 
@@ -40,13 +50,49 @@ CHECKS = [  # max_m, masked_m, scales
     (64, [8, 17, 32, 24], "wide30"),
     (100, [100, 37, 65, 0], "spread"),
     (128, [64, 90, 40, 128], "ue8m0"),
+    (128, [20, 28, 16, 24], "wide30"),
+    (128, [64, 3, -1, 65], "adversarial"),
 ]
 WORKLOADS = [("m1", 1, [1, 1, 1, 1], 1), ("m16", 16, [8, 16, 3, 12], 10), ("m32", 32, [20, 32, 17, 25], 24),
              ("m48", 48, [30, 48, 12, 40], 32)] + [w for w in gg.WORKLOADS if w[0] in ("m64dec", "m64peer", "m128dec")]
+WIDE_WORKLOADS = [("m128wide30", 128, [20, 28, 16, 24], 26, "wide30"), ("m128wide", 128, [20, 28, 16, 24], 26, "wide")]
 
 
-def fused_fn(a, a_s, b, b_s, mm, exp, c):
-    FW.launch(a, a_s, b, b_s, mm, c, SMS)
+def fused_fn_of(mod):
+    def fused_fn(a, a_s, b, b_s, mm, exp, c):
+        mod.launch(a, a_s, b, b_s, mm, c, SMS)
+    return fused_fn
+
+
+def host_times():
+    """Host time: enqueue of each kernel's direct launch (Triton's launcher, descriptors
+    encoded per launch), then run() at 17-32-row buckets with the heuristic's choice and
+    with fused_ws taken there too (WS_MIN_M 17): enqueue and the harness's mean."""
+    out = []
+    for wname, max_m, masked, exp in WORKLOADS[1:5]:
+        a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7)
+        c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
+        args = [a, a_s, b, b_s, mm, exp, c]
+        row = {}
+        for kname, mod in KERNELS.items():
+            fn = fused_fn_of(mod)
+            fn(*args)
+            row[f"{kname} launch"] = ht.enqueue_us(lambda fn=fn: fn(*args))
+        for ws_min in (gg.H.WS_MIN_M, 17):
+            saved = gg.H.WS_MIN_M
+            gg.H.WS_MIN_M = ws_min
+            gg.main._PLANS.clear()  # plans keep the config chosen on their first call
+            try:
+                gg.default_fn(*args)
+                row[f"run() enq ws>={ws_min}"] = ht.enqueue_us(lambda: gg.default_fn(*args))
+                row[f"run() harness ws>={ws_min}"] = ht.harness_like(gg.default_fn, args)
+                row[f"run() gpu ws>={ws_min}"] = time_call(gg.default_fn, args, gg.L2, reps=20).median_us
+            finally:
+                gg.H.WS_MIN_M = saved
+                gg.main._PLANS.clear()
+        out.append((wname, row))
+        print(f"host {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
+    return out
 
 
 def main():
@@ -56,33 +102,37 @@ def main():
     for i, (max_m, masked, sc) in enumerate(CHECKS):
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=50 + i, scales=sc)
         want = gg.oracle64(a, a_s, b, b_s, mm).cpu()
-        c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)
-        fused_fn(a, a_s, b, b_s, mm, None, c)
-        torch.cuda.synchronize()
-        try:
-            check_accuracy(c.cpu(), want, what=f"fused_ws/{sc}/{max_m}/{masked}")
-            print(f"check max_m={max_m} masked={masked} {sc}: ok", flush=True)
-        except AssertionError as exc:
-            bad += 1
-            print(f"check max_m={max_m} masked={masked} {sc}: FAIL {str(exc)[:400]}", flush=True)
+        for kname, mod in KERNELS.items():
+            c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)
+            fused_fn_of(mod)(a, a_s, b, b_s, mm, None, c)
+            torch.cuda.synchronize()
+            try:
+                check_accuracy(c.cpu(), want, what=f"{kname}/{sc}/{max_m}/{masked}")
+                print(f"check {kname} max_m={max_m} masked={masked} {sc}: ok", flush=True)
+            except AssertionError as exc:
+                bad += 1
+                print(f"check {kname} max_m={max_m} masked={masked} {sc}: FAIL {str(exc)[:400]}", flush=True)
     rows = []
-    for wname, max_m, masked, exp in WORKLOADS:
-        a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7)
+    for wname, max_m, masked, exp, sc in [(*w, "ue8m0") for w in WORKLOADS] + WIDE_WORKLOADS:
+        a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7, scales=sc)
         c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
         args = [a, a_s, b, b_s, mm, exp, c]
         triton_cfg = gg.H.choose_config(max_m, exp, gg.N, cap)
         row = {"run()": time_call(gg.default_fn, args, gg.L2, reps=20).median_us,
-               "ws=False": time_call(gg.variant_fn(triton_cfg), args, gg.L2, reps=20).median_us,
-               "fused_ws": time_call(fused_fn, args, gg.L2, reps=20).median_us}
+               "ws=False": time_call(gg.variant_fn(triton_cfg), args, gg.L2, reps=20).median_us}
+        for kname, mod in KERNELS.items():
+            row[kname] = time_call(fused_fn_of(mod), args, gg.L2, reps=20).median_us
         rows.append((wname, row))
         print(f"time {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
+    hosts = host_times()
     faulthandler.cancel_dump_traceback_later()
     print(f"\nH200, torch {torch.__version__}, triton {gg.triton.__version__}; GPU us, graph replay, L2 cold, median")
-    print(f"checks failed: {bad} of {len(CHECKS)}")
-    cols = list(rows[0][1])
-    print(f"{'workload':10s} " + " ".join(f"{c:>9s}" for c in cols))
-    for wname, row in rows:
-        print(f"{wname:10s} " + " ".join(f"{row[c]:9.1f}" for c in cols))
+    print(f"checks failed: {bad} of {len(CHECKS) * len(KERNELS)}")
+    for table in (rows, hosts):
+        cols = list(table[0][1])
+        print(f"{'workload':10s} " + " ".join(f"{c:>22s}" for c in cols))
+        for wname, row in table:
+            print(f"{wname:10s} " + " ".join(f"{row[c]:22.1f}" for c in cols))
 
 
 if __name__ == "__main__":

@@ -342,7 +342,10 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     (4096, [141, 3000, -3, 150], "adversarial", 230), (2048, [100, 0, 2048, 37], "spread", 200),
     # fused_ws_kernel (thirteenth session, sm_90): 17-64-row buckets, a tile the bucket does not
     # fill, the harness's wide scales.
-    (48, [48, 17, 0, 60], "adversarial", 30), (64, [8, 17, 32, 24], "wide30", 22), (20, [20, 3, -1, 19], "spread", 10)]
+    (48, [48, 17, 0, 60], "adversarial", 30), (64, [8, 17, 32, 24], "wide30", 22), (20, [20, 3, -1, 19], "spread", 10),
+    # fused_ws_kernel on 65-128-row buckets (fourteenth session): groups past the first token
+    # tile (B decoded again there), one past max_m, one negative; a bucket of no tile multiple.
+    (128, [64, 3, -1, 200], "adversarial", 40), (100, [100, 37, 65, 0], "spread", 50)]
 
 
 def validate_mode():

@@ -52,7 +52,7 @@ STAGES = 4     # 128-K blocks in flight per CTA (8 measured within 0.5 us, run 5
 MAXNREG, DECODER_REGS, LOADER_REGS = 168, 128, 24
 
 if HAVE_GLUON:
-    _DECODER_REGS, _LOADER_REGS = gl.constexpr(DECODER_REGS), gl.constexpr(LOADER_REGS)
+    _BW, _DECODER_REGS, _LOADER_REGS = gl.constexpr(BW), gl.constexpr(DECODER_REGS), gl.constexpr(LOADER_REGS)
     _PRMT = gl.constexpr(_PRMT_WORD_ASM_TEXT)
     # A barrier among one partition's warps (Triton 3.6 names it thread_barrier, 3.7+ barrier).
     _partition_sync = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
@@ -69,61 +69,77 @@ if HAVE_GLUON:
             return words._reinterpret(gl.float8e4nv, shape, layout)
 
     @gluon.jit
-    def _tile(t, mm_ptr, MAX_M, NT, BT: gl.constexpr):
+    def _tile(t, mm_ptr, MAX_M, NT, TILES, BT: gl.constexpr):
         """Tile t -> (group, token tile, weight tile, whether the token tile has rows, rows
-        of the group: clamp(masked_m, 0, max_m))."""
-        per_group = gl.cdiv(MAX_M, BT) * NT
-        g = t // per_group
-        r = t % per_group
+        of the group: clamp(masked_m, 0, max_m)). Token-tile-major: every group's first
+        token tile comes before any second one, so where the groups have at most BT rows
+        the tiles with work are the first G x NT, one per CTA, and the zero-only tiles the
+        rest (group-major, a CTA could get two tiles with work while others got none)."""
+        per_token_tile = TILES // gl.cdiv(MAX_M, BT)  # G x NT
+        mt = t // per_token_tile
+        r = t % per_token_tile
+        g = r // NT
         rows = gl.minimum(gl.maximum(gl.load(mm_ptr + g).to(gl.int32), 0), MAX_M)
-        mt = r // NT
         return g, mt, r % NT, mt * BT < rows, rows
 
     @gluon.jit
-    def _loader(a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K, NT, TILES,
-                STAGES: gl.constexpr):
+    def _loader(a_desc, a_bufs, loaded, empty, mm_ptr, MAX_M, K, NT, TILES, STAGES: gl.constexpr):
         BT: gl.constexpr = a_desc.block_type.shape[0]
-        BW: gl.constexpr = bw_desc.block_type.shape[0]
-        nbytes: gl.constexpr = a_desc.block_type.nbytes + bw_desc.block_type.nbytes + bs_desc.block_type.nbytes
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
-            g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, BT)
+            g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
             if work:
                 a_row = g * MAX_M + mt * BT
-                b_row = g * N + nt * BW
                 for kb in range(K // 128):
                     s = it % STAGES
                     # A fresh barrier counts as having completed the phase before 0.
                     mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
                     bar = loaded.index(s)
-                    mbarrier.expect(bar, nbytes)
+                    mbarrier.expect(bar, a_desc.block_type.nbytes)
                     # Rows past the group's (or the tensor's) end: the next group's rows, or
                     # TMA's zero fill; their columns of c are stored as zeros.
                     _tma_load(a_desc, [a_row, kb * 128], bar, a_bufs.index(s))
-                    _tma_load(bw_desc, [b_row, kb * 16], bar, bw_bufs.index(s))
-                    _tma_load(bs_desc, [b_row, kb * 4], bar, bs_bufs.index(s))
                     it += 1
 
     @gluon.jit
-    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
-                 STAGES: gl.constexpr, BT: gl.constexpr):
-        BW: gl.constexpr = bw_bufs.type.shape[1]
+    def _decoder(w_ptr, bs_ptr, qw_bufs, ref_bufs, flag_bufs, sc_bufs, decoded, empty, mm_ptr, MAX_M, N, K, NT,
+                 TILES, STAGES: gl.constexpr, BT: gl.constexpr):
+        BW: gl.constexpr = qw_bufs.type.shape[1]
         DW: gl.constexpr = BW // 32
-        # One weight row per thread: its 16 words, its 4 scales (the same layout on [BW, 4])
-        # and its 32 output words stay in the thread, so the fold needs no shuffles.
+        KB = K // 128
+        # One weight row per thread: its 16 words (four 16-byte loads), its 4 scales (one) and
+        # its 32 output words stay in the thread, so the fold needs no shuffles.
         rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [DW, 1], [1, 0])
         flagl: gl.constexpr = gl.BlockedLayout([1], [32], [DW], [0])
-        col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
+        row = gl.arange(0, BW, layout=gl.SliceLayout(1, rowl))[:, None]
+        col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :]
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
-            g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, BT)
+            g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
             if work:
-                for kb in range(K // 128):
+                # The thread's own loads, two blocks ahead (in registers), instead of TMA boxes:
+                # two fewer descriptors for the host to encode per launch (~5 us each).
+                b_row = (g * N + nt * BW + row).to(gl.int64)
+                # Row strides written as 16 and 4 x KB, so that the compiler sees 16-byte
+                # aligned rows and emits one 16-byte load per 4 words (K // 8 alone: 8 bytes).
+                w_row = w_ptr + b_row * KB * 16 + col16
+                s_row = bs_ptr + b_row * KB * 4 + col4
+                w_1 = gl.load(w_row)
+                s_1 = gl.load(s_row)
+                w_2 = gl.load(w_row + gl.minimum(1, KB - 1) * 16)
+                s_2 = gl.load(s_row + gl.minimum(1, KB - 1) * 4)
+                for kb in range(KB):
+                    w = w_1                                    # [BW, 16] words of 8 codes
+                    sc = s_1                                   # [BW, 4] scales
+                    w_1 = w_2
+                    s_1 = s_2
+                    ahead = gl.minimum(kb + 2, KB - 1)  # the last block again past the end
+                    w_2 = gl.load(w_row + ahead * 16)
+                    s_2 = gl.load(s_row + ahead * 4)
                     s = it % STAGES
-                    mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
-                    w = bw_bufs.index(s).load(rowl)                              # [BW, 16] words of 8 codes
-                    sb = bs_bufs.index(s).load(rowl).to(gl.int32, bitcast=True)  # [BW, 4] scale bits
+                    mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                    sb = sc.to(gl.int32, bitcast=True)
                     # kernel._block_bits: positive, normal powers of two within FOLD_SPREAD binades.
                     bmax = gl.max(sb, axis=1)
                     bmin = gl.min(sb, axis=1)
@@ -142,9 +158,11 @@ if HAVE_GLUON:
                         dtype=(gl.int32, gl.int32), is_pure=True, pack=1)
                     qw_bufs.index(s).store(gl.reshape(gl.join(lo, hi), [BW, 32]))
                     ref_bufs.index(s).store(gl.where(ok, bmax.to(gl.float32, bitcast=True) * 0.015625, -1.0))
-                    # The block's flag, the same in every entry: some row did not fold.
+                    # The block's flag, the same in every entry: some row did not fold; then the
+                    # consumer needs the rows' own scales.
                     bad = gl.max(gl.where(ok, 0, 1), axis=0)
                     flag_bufs.index(s).store(gl.full([32], bad, gl.int32, layout=flagl))
+                    sc_bufs.index(s).store(sc)
                     # The consumer's wgmma reads the tile through the async proxy.
                     fence_async_shared()
                     _partition_sync()
@@ -152,7 +170,7 @@ if HAVE_GLUON:
                     it += 1
 
     @gluon.jit
-    def _consumer(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr,
+    def _consumer(a_bufs, q_bufs, ref_bufs, flag_bufs, sc_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr,
                   MAX_M, N, K, NT, TILES, STAGES: gl.constexpr):
         BW: gl.constexpr = q_bufs.type.shape[1]
         BT: gl.constexpr = a_bufs.type.shape[1]
@@ -163,7 +181,7 @@ if HAVE_GLUON:
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
-            g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, BT)
+            g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
             offs_w = nt * BW + gl.arange(0, BW, layout=gl.SliceLayout(1, mma))
             offs_t = mt * BT + gl.arange(0, BT, layout=gl.SliceLayout(0, mma))
             acc = gl.zeros([BW, BT], gl.float32, mma)
@@ -194,7 +212,7 @@ if HAVE_GLUON:
                                                   a_tile.slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
                                                   use_acc=False, is_async=True)
                             t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
-                            sc = bs_bufs.index(s).load(rowl)
+                            sc = sc_bufs.index(s).load(rowl)
                             s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1), gl.SliceLayout(1, mma))
                             ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
                             mult = gl.where(ref >= 0.0, ref, s_j)
@@ -206,24 +224,21 @@ if HAVE_GLUON:
             gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(offs_t < MAX_M)[None, :])
 
     @gluon.jit
-    def fused_ws_kernel(a_desc, bw_desc, bs_desc, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES,
+    def fused_ws_kernel(a_desc, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES,
                         STAGES: gl.constexpr):
-        """Persistent: grid min(tiles, SMs); see the module's doc. num_warps = 4 (the consumer,
-        Gluon's default partition)."""
-        BW: gl.constexpr = bw_desc.block_type.shape[0]
+        """Persistent: grid min(tiles, SMs); see the module's doc. w_ptr: b_fp4 as int32 words
+        [g, n, k / 8]. num_warps = 4 (the consumer, Gluon's default partition)."""
         BT: gl.constexpr = a_desc.block_type.shape[0]
-        gl.static_assert(BW == 64, "one weight row per decoder thread, two decoder warps")
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BT, 128], a_desc.layout)
-        bw_bufs = gl.allocate_shared_memory(bw_desc.dtype, [STAGES, BW, 16], bw_desc.layout)
-        bs_bufs = gl.allocate_shared_memory(bs_desc.dtype, [STAGES, BW, 4], bs_desc.layout)
         # The decoded tile: written as int32 words, read by wgmma as e4m3 (the same bytes and
         # the same 128-byte swizzle).
         qw_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
         q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-        qw_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW, 32], qw_layout)
-        q_bufs = _as_fp8(qw_bufs, [STAGES, BW, 128], q_layout)
-        ref_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        qw_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, _BW, 32], qw_layout)
+        q_bufs = _as_fp8(qw_bufs, [STAGES, _BW, 128], q_layout)
+        ref_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, _BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         flag_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, 32], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        sc_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, _BW, 4], gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0]))
         loaded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         decoded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -232,13 +247,12 @@ if HAVE_GLUON:
             mbarrier.init(decoded.index(i), count=1)
             mbarrier.init(empty.index(i), count=1)
         gl.warp_specialize([
-            (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr,
+            (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, sc_bufs, loaded, decoded, empty, as_ptr, mm_ptr, c_ptr,
                          MAX_M, N, K, NT, TILES, STAGES)),
-            (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
-                        STAGES, BT)),
-            (_loader, (a_desc, bw_desc, bs_desc, a_bufs, bw_bufs, bs_bufs, loaded, empty, mm_ptr, MAX_M, N, K, NT,
-                       TILES, STAGES)),
-        ], [BW // 32, 1], [_DECODER_REGS, _LOADER_REGS])
+            (_decoder, (w_ptr, bs_ptr, qw_bufs, ref_bufs, flag_bufs, sc_bufs, decoded, empty, mm_ptr, MAX_M, N, K, NT,
+                        TILES, STAGES, BT)),
+            (_loader, (a_desc, a_bufs, loaded, empty, mm_ptr, MAX_M, K, NT, TILES, STAGES)),
+        ], [_BW // 32, 1], [_DECODER_REGS, _LOADER_REGS])
 
 
 def token_tile(max_m) -> int:
@@ -252,20 +266,13 @@ def supported(g, max_m, n, k) -> bool:
     return HAVE_GLUON and g > 0 and 0 < max_m and n % BW == 0 and k % 128 == 0
 
 
-def descriptors(a_fp8, b_fp4, b_scale):
-    """TMA descriptors over the 2-D views: A [g * max_m, k] e4m3 in [BT, 128] boxes, B's packed
-    codes as int32 words [g * n, k / 8] in [BW, 16] boxes, b_scale [g * n, k / 32] in [BW, 4]."""
+def descriptors(a_fp8):
+    """The TMA descriptor over A's 2-D view [g * max_m, k] e4m3 in [BT, 128] boxes (B and
+    b_scale are loaded by the decoder's threads)."""
     g, max_m, k = a_fp8.shape
-    n = b_fp4.shape[1]
     bt = token_tile(max_m)
-    words = b_fp4.view(g * n, k // 2).view(torch.int32)
-    return (
-        GluonDescriptor.from_tensor(a_fp8.view(g * max_m, k), [bt, 128],
-                                    gl.NVMMASharedLayout.get_default_for([bt, 128], gl.float8e4nv)),
-        GluonDescriptor.from_tensor(words, [BW, 16], gl.NVMMASharedLayout.get_default_for([BW, 16], gl.int32)),
-        GluonDescriptor.from_tensor(b_scale.view(g * n, k // 32), [BW, 4],
-                                    gl.NVMMASharedLayout.get_default_for([BW, 4], gl.float32)),
-    )
+    return (GluonDescriptor.from_tensor(a_fp8.view(g * max_m, k), [bt, 128],
+                                        gl.NVMMASharedLayout.get_default_for([bt, 128], gl.float8e4nv)),)
 
 
 def grid_and_sizes(g, max_m, n, num_sms):
@@ -286,6 +293,6 @@ def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms):
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
     grid, nt, tiles = grid_and_sizes(g, max_m, n, num_sms)
-    fused_ws_kernel[grid](*descriptors(a_fp8, b_fp4, b_scale), a_scale, masked_m, c, max_m, n, k, nt, tiles,
-                          **consts())
+    fused_ws_kernel[grid](*descriptors(a_fp8), b_fp4.view(torch.int32), b_scale, a_scale, masked_m, c,
+                          max_m, n, k, nt, tiles, **consts())
     return c

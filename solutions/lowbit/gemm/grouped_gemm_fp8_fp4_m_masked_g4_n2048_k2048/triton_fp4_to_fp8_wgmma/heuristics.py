@@ -25,10 +25,11 @@ PDL = True
 # inside the GEMM loop, no decode pass) instead of two; see choose_config. False restores the
 # sixth session's two passes everywhere (for A/B runs).
 ONE_PASS = True
-# fused_ws_kernel for buckets of WS_MIN_M to WS_MAX_M rows (one token tile of 64), sm_90 only
-# (wgmma); see choose_config. False keeps the Triton kernels everywhere (for A/B runs).
+# fused_ws_kernel for buckets of WS_MIN_M to WS_MAX_M rows where at most WS_MAX_ROWS (one
+# token tile of 64) are expected per group, sm_90 only (wgmma); see choose_config. False keeps
+# the Triton kernels everywhere (for A/B runs).
 WS = True
-WS_MIN_M, WS_MAX_M = 33, 64
+WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 33, 128, 64
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -168,7 +169,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
     maxnreg = 0
-    if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M:
+    if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M and rows <= WS_MAX_ROWS:
         return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=4, ws=True)
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32

@@ -174,7 +174,7 @@ class _Plan(NamedTuple):
     decode_grid: tuple
     dev_index: int           # CUDA device index, -1 off CUDA
     compiled: dict           # launch slot -> (CompiledKernel, constexpr tail), see _plan_launch
-    descs: dict              # "a", "q" (or fused_ws's "a", "w", "s") -> descriptor templates (see _rebased)
+    descs: dict              # "a", "q" (fused_ws: "a") -> descriptor templates (see _rebased)
     ws_sizes: tuple = ()     # fused_ws_kernel's (NT, TILES)
 
 
@@ -347,12 +347,11 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
             fallback = choose_config(max_m, expected_m, n, *_device_facts(c.device), g=g, k=k)
             return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, fallback)
         if not plan.descs:
-            plan.descs.update(_templates(**dict(zip("aws", fused_ws.descriptors(a_fp8, b_fp4, b_scale)))))
-        # Each template over this call's tensors, in the template's dtype (B as int32 words).
-        descs = (_rebased(plan.descs["a"], a_fp8), _rebased(plan.descs["w"], b_fp4.view(torch.int32)),
-                 _rebased(plan.descs["s"], b_scale))
+            plan.descs.update(_templates(a=fused_ws.descriptors(a_fp8)[0]))
+        # A through the template over this call's a_fp8; B's packed codes as int32 words.
         _plan_launch(plan, "ws", fused_ws_kernel, plan.grid,
-                     (*descs, a_scale, masked_m, c, max_m, n, k, *plan.ws_sizes), plan.consts, aligned)
+                     (_rebased(plan.descs["a"], a_fp8), b_fp4.view(torch.int32), b_scale, a_scale, masked_m, c,
+                      max_m, n, k, *plan.ws_sizes), plan.consts, aligned)
         return c
     bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
     if cfg.predec:
