@@ -9,8 +9,8 @@ heuristic gives it, against run() and against the Triton kernels' choice.
 3. Host time: until a direct launch returns, and FlashInfer-Bench's measurement replayed
    (scripts/gpu_host_time.py) of run() with and without fused_ws at 17-32-row buckets.
 
---prev MODULE: also MODULE (a copy of fused_ws.py in the solution's folder, e.g. an earlier
-commit's, with the same launch() signature) in every check and timing.
+--prev MODULE[,MODULE...]: also each MODULE (a copy of fused_ws.py in the solution's folder,
+e.g. an earlier commit's, with the same launch() signature) in every check and timing.
 
 A deadlocked pipeline would hang the GPU: the script exits after WATCHDOG_S seconds.
 Run from the repository root: python3 scripts/gpu_fused_ws.py [--prev fused_ws_prev]
@@ -34,10 +34,10 @@ from lowbit_gemm.oracle import check_accuracy  # noqa: E402
 from lowbit_gemm.solutions import load_solution  # noqa: E402
 
 FW = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "fused_ws")
-PREV = sys.argv[sys.argv.index("--prev") + 1] if "--prev" in sys.argv else None
+PREV = sys.argv[sys.argv.index("--prev") + 1].split(",") if "--prev" in sys.argv else []
 KERNELS = {"fused_ws": FW}
-if PREV:
-    KERNELS[PREV] = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", PREV)
+for name in PREV:
+    KERNELS[name] = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", name)
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
 WATCHDOG_S = 240
 
