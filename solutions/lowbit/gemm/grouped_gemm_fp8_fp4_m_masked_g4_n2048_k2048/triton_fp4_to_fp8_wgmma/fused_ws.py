@@ -1,14 +1,15 @@
-"""One launch for buckets of 33-64 rows on Hopper: B decoded by warps of its own, beside the MMA.
+"""One launch for buckets of 17-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
 
-Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth session, runs
-55-56 in docs/kernels/grouped_gemm.md). With at most 64 rows a group's tokens fit one MMA N
-tile, so every B tile is decoded exactly once, as in the two-pass path's decode pass, but
-never written back to memory as e4m3; and the decode overlaps the MMA inside each SM through
-warp specialisation instead of only across CTAs. A persistent CTA per SM has three
-partitions, synchronised only through per-stage mbarriers:
+Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth and fourteenth
+sessions, runs 55-57 in docs/kernels/grouped_gemm.md). With at most 64 rows in a group its
+tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the two-pass path's
+decode pass, but never written back to memory as e4m3; and the decode overlaps the MMA inside
+each SM through warp specialisation instead of only across CTAs. A persistent CTA per SM has
+three partitions, synchronised only through per-stage mbarriers:
 
-- a loader warp: per 128-K block, TMA boxes of A (the group's BT token rows), of the packed
-  FP4 words of 64 weight rows and of their b_scale (barrier ``loaded[s]``);
+- a loader warp: per 128-K block, a TMA box of A (the group's BT token rows) and, by cp.async,
+  the packed FP4 words of 64 weight rows and their b_scale (barrier ``loaded[s]``; one TMA
+  descriptor per launch, as each costs the host ~11 us to encode, run 57a);
 - a decoder (two warps, one weight row per thread): folds the row's four per-32 scales of the
   block (kernel._fold_scales_2d's test), decodes its 16 words with kernel's prmt lookup into
   the stage's swizzled e4m3 tile and writes the row's multiplier (-1 where the block does not
@@ -18,13 +19,14 @@ partitions, synchronised only through per-stage mbarriers:
   four K = 32 wgmmas instead, each times that row's own per-32 scale (exact products); then
   ``empty[s]``. c is stored transposed from the accumulator.
 
-The kernel takes any max_m (token tiles of 16, 32 or 64; a bucket of more than 64 rows decodes
-each B tile again per token tile); heuristics.choose_config says where it is used. Tiles are
-(group, BT tokens, 64 weight rows), group-major; a tile whose tokens all lie at or
-past clamp(masked_m[g], 0, max_m) only stores zeros (every partition reads masked_m on the
-device and skips it alike, so nothing waits on the host). Gluon has no interpreter and no
-portable lowering: main.py takes this path only on sm_90 with a Triton that has Gluon
-(HAVE_GLUON) and TMA-aligned tensors; the Triton kernels serve every other call.
+The kernel takes any max_m (token tiles of 16, 32 or 64; a group of more than 64 rows decodes
+its B tiles again per token tile); heuristics.choose_config says where it is used. Tiles are
+(token tile, group, 64 weight rows), token-tile-major, so that where no group passes the first
+token tile the tiles with work come first, one per CTA; a tile whose tokens all lie at or past
+clamp(masked_m[g], 0, max_m) only stores zeros (every partition reads masked_m on the device
+and skips it alike, so nothing waits on the host). Gluon has no interpreter and no portable
+lowering: main.py takes this path only on sm_90 with a Triton that has Gluon (HAVE_GLUON) and
+TMA-aligned tensors; the Triton kernels serve every other call.
 """
 
 try:
@@ -96,8 +98,8 @@ if HAVE_GLUON:
         BW: gl.constexpr = bw_bufs.type.shape[1]
         KB = K // 128
         # B's packed words and scales by cp.async, 16 bytes a copy (8 and 2 per thread and
-        # block), A by TMA: one TMA descriptor per launch instead of three, which saves ~22 us
-        # of host time per call (run 57).
+        # block), A by TMA: one TMA descriptor per launch instead of three saves ~22 us of
+        # host time per call (run 57a).
         wl: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [1, 1], [1, 0])
         sl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [1, 1], [1, 0])
         w_row = gl.arange(0, BW, layout=gl.SliceLayout(1, wl))[:, None]
@@ -271,8 +273,9 @@ def token_tile(max_m) -> int:
 
 
 def supported(g, max_m, n, k) -> bool:
-    """Shapes the kernel takes (the caller also needs sm_90, and 16-byte aligned tensors and a
-    4-byte aligned b_fp4 for TMA): whole 64-row weight tiles, k a multiple of 128."""
+    """Shapes the kernel takes (the caller also needs sm_90, 16-byte aligned tensors for TMA
+    and the 16-byte cp.async copies, and a b_fp4 that views as int32 words): whole 64-row
+    weight tiles, k a multiple of 128."""
     return HAVE_GLUON and g > 0 and 0 < max_m and n % BW == 0 and k % 128 == 0
 
 

@@ -29,7 +29,7 @@ ONE_PASS = True
 # token tile of 64) are expected per group, sm_90 only (wgmma); see choose_config. False keeps
 # the Triton kernels everywhere (for A/B runs).
 WS = True
-WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 33, 128, 64
+WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 17, 128, 64
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -111,15 +111,18 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     kernel, in blocks per program for the decode pass (_decode_kb). ws: the caller can run
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
-    Thirteenth session (run 56): on sm_90, buckets of 33-64 rows take fused_ws_kernel, one
-    warp-specialised launch (TMA loader, decoder warps, one wgmma consumer; each B tile
-    decoded once, never written back). H200 GPU us, the Triton kernels / fused_ws: max_m 48
-    with 12-48 rows 20.8 / 14.0, 64 with ~20 rows 16.6 / 14.5, 64 with 3-64 rows 15.0 / 14.4,
-    and host time until run() returns at max_m 64 64.7 / 41.9 (one launch instead of two).
-    Not taken at max_m 17-32: GPU 15.0 / 12.7 at 32, but its three TMA descriptors cost
-    15 us more host time than the one-pass kernel's launch (enqueue 27.8 / 43.2 us), which
-    FlashInfer-Bench's figure includes; nor at max_m 1 and 16 (GPU 10.2 / 10.7, 11.6 / 11.6)
-    nor from 65 rows (a second token tile decodes B again: 128 with ~25 rows 16.8 / 24.4).
+    Thirteenth and fourteenth sessions (runs 56-57): on sm_90, buckets of 17-128 rows with
+    at most 64 expected per group take fused_ws_kernel, one warp-specialised launch (a loader
+    warp: A by TMA, B by cp.async; decoder warps; one wgmma consumer; each B tile decoded once,
+    never written back), except 17-32-row buckets with at most 16 rows expected, which keep
+    the one-pass kernel's 16-token tiles. H200 GPU us, the Triton kernels / fused_ws: max_m 32
+    with ~24 rows 15.3 / 12.5, 48 with 12-48 rows 20.7 / 14.7, 64 with ~20 rows 16.7 / 15.0,
+    128 with ~25 rows 16.5 / 15.8, the harness's wide scales at 128 47.5 / 23.5 (four K = 32
+    wgmmas per block that does not fold, against the exact loop). Host time until run()
+    returns at max_m 32 44.2 / 31.4 (the split one-pass kernel's memset; fused_ws encodes one
+    TMA descriptor: three cost ~22 us more, run 57a). Not at max_m 1-16 (GPU 10.4 / 11.5 at 1,
+    11.5 / 11.6 at 16, and more host time), nor where a group is expected past 64 rows (a
+    second token tile decodes B again).
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
     G-H, 2026-11-30): most shapes are fastest with two passes (decode B to e4m3 once per
@@ -169,7 +172,8 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
     maxnreg = 0
-    if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M and rows <= WS_MAX_ROWS:
+    if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M and rows <= WS_MAX_ROWS \
+            and (max_m > 32 or rows > 16):
         return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=4, ws=True)
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32
