@@ -6,11 +6,13 @@ heuristic gives it, against run() and against the Triton kernels' choice.
    spread and wide scales; masked_m negative / 0 / > max_m; max_m not a multiple of the tile.
 2. GPU time (CUDA-graph replay, L2-cold rotating inputs, median): run(), the Triton kernels'
    choice (ws=False) and fused_ws launched directly. Prints a table last.
-3. Host time: until a direct launch returns, and FlashInfer-Bench's measurement replayed
-   (scripts/gpu_host_time.py) of run() with and without fused_ws at 17-32-row buckets.
+3. Host time: until a direct launch returns, and until run() returns, with FlashInfer-Bench's
+   measurement replayed (scripts/gpu_host_time.py), at 16-64-row buckets.
 
 --prev MODULE[,MODULE...]: also each MODULE (a copy of fused_ws.py in the solution's folder,
 e.g. an earlier commit's, with the same launch() signature) in every check and timing.
+--old DIR: also the host time of DIR's run() (a copy of the whole solution folder, e.g. an
+earlier commit's), beside this one's.
 
 A deadlocked pipeline would hang the GPU: the script exits after WATCHDOG_S seconds.
 Run from the repository root: python3 scripts/gpu_fused_ws.py [--prev fused_ws_prev]
@@ -31,13 +33,15 @@ import torch  # noqa: E402
 
 from lowbit_gemm.bench.timing import time_call  # noqa: E402
 from lowbit_gemm.oracle import check_accuracy  # noqa: E402
-from lowbit_gemm.solutions import load_solution  # noqa: E402
+from lowbit_gemm.solutions import load_solution, load_solution_folder  # noqa: E402
 
 FW = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "fused_ws")
 PREV = sys.argv[sys.argv.index("--prev") + 1].split(",") if "--prev" in sys.argv else []
 KERNELS = {"fused_ws": FW}
 for name in PREV:
     KERNELS[name] = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", name)
+OLD = load_solution_folder(os.path.abspath(sys.argv[sys.argv.index("--old") + 1]), "old_grouped") \
+    if "--old" in sys.argv else None
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
 WATCHDOG_S = 240
 
@@ -66,8 +70,8 @@ def fused_fn_of(mod):
 
 def host_times():
     """Host time: enqueue of each kernel's direct launch (Triton's launcher, descriptors
-    encoded per launch), then run() at 17-32-row buckets with the heuristic's choice and
-    with fused_ws taken there too (WS_MIN_M 17): enqueue and the harness's mean."""
+    encoded per launch), then of run() with the heuristic's choice (and --old's run()):
+    enqueue and the harness's mean."""
     out = []
     for wname, max_m, masked, exp in WORKLOADS[1:5]:
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7)
@@ -78,18 +82,14 @@ def host_times():
             fn = fused_fn_of(mod)
             fn(*args)
             row[f"{kname} launch"] = ht.enqueue_us(lambda fn=fn: fn(*args))
-        for ws_min in (gg.H.WS_MIN_M, 17):
-            saved = gg.H.WS_MIN_M
-            gg.H.WS_MIN_M = ws_min
-            gg.main._PLANS.clear()  # plans keep the config chosen on their first call
-            try:
-                gg.default_fn(*args)
-                row[f"run() enq ws>={ws_min}"] = ht.enqueue_us(lambda: gg.default_fn(*args))
-                row[f"run() harness ws>={ws_min}"] = ht.harness_like(gg.default_fn, args)
-                row[f"run() gpu ws>={ws_min}"] = time_call(gg.default_fn, args, gg.L2, reps=20).median_us
-            finally:
-                gg.H.WS_MIN_M = saved
-                gg.main._PLANS.clear()
+        gg.default_fn(*args)
+        row["run() enq"] = ht.enqueue_us(lambda: gg.default_fn(*args))
+        row["run() harness"] = ht.harness_like(gg.default_fn, args)
+        row["run() gpu"] = time_call(gg.default_fn, args, gg.L2, reps=20).median_us
+        if OLD is not None:
+            OLD.run(*args)
+            row["old run() enq"] = ht.enqueue_us(lambda: OLD.run(*args))
+            row["old run() harness"] = ht.harness_like(OLD.run, args)
         out.append((wname, row))
         print(f"host {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
     return out

@@ -7,9 +7,9 @@ decode pass, but never written back to memory as e4m3; and the decode overlaps t
 each SM through warp specialisation instead of only across CTAs. A persistent CTA per SM has
 three partitions, synchronised only through per-stage mbarriers:
 
-- a loader warp: per 128-K block, a TMA box of A (the group's BT token rows) and, by cp.async,
-  the packed FP4 words of 64 weight rows and their b_scale (barrier ``loaded[s]``; one TMA
-  descriptor per launch, as each costs the host ~11 us to encode, run 57a);
+- a loader warp: per 128-K block, by cp.async, A's tile (the group's BT token rows) and their
+  a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier ``loaded[s]``;
+  no TMA, as each TMA descriptor costs the host ~11 us to encode per launch, run 57);
 - a decoder (two warps, one weight row per thread): folds the row's four per-32 scales of the
   block (kernel._fold_scales_2d's test), decodes its 16 words with kernel's prmt lookup into
   the stage's swizzled e4m3 tile and writes the row's multiplier (-1 where the block does not
@@ -26,23 +26,19 @@ token tile the tiles with work come first, one per CTA; a tile whose tokens all 
 clamp(masked_m[g], 0, max_m) only stores zeros (every partition reads masked_m on the device
 and skips it alike, so nothing waits on the host). Gluon has no interpreter and no portable
 lowering: main.py takes this path only on sm_90 with a Triton that has Gluon (HAVE_GLUON) and
-TMA-aligned tensors; the Triton kernels serve every other call.
+16-byte aligned tensors; the Triton kernels serve every other call.
 """
 
 try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.ampere import async_copy
-    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma,
-                                                                  warpgroup_mma, warpgroup_mma_wait)
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, warpgroup_mma,
+                                                                  warpgroup_mma_wait)
 
     HAVE_GLUON = True
 except ImportError:  # Triton without Gluon: the Triton kernels serve every call
-    GluonDescriptor = None
     HAVE_GLUON = False
-
-import torch
 
 # The Triton kernels' fold limit (a constexpr: kernel.FOLD_SPREAD says why 3 binades) and
 # prmt decode, so that both paths fold and decode alike.
@@ -63,8 +59,6 @@ if HAVE_GLUON:
     _PRMT = gl.constexpr(_PRMT_WORD_ASM_TEXT)
     # A barrier among one partition's warps (Triton 3.6 names it thread_barrier, 3.7+ barrier).
     _partition_sync = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
-    # A TMA load into shared memory (Triton 3.6 async_copy_global_to_shared, 3.7+ async_load).
-    _tma_load = tma.async_load if hasattr(tma, "async_load") else tma.async_copy_global_to_shared
     # A cp.async copy into shared memory (Triton 3.6 async_copy_global_to_shared, 3.7+ async_load).
     _cp_async = async_copy.async_load if hasattr(async_copy, "async_load") else async_copy.async_copy_global_to_shared
 
@@ -92,20 +86,23 @@ if HAVE_GLUON:
         return g, mt, r % NT, mt * BT < rows, rows
 
     @gluon.jit
-    def _loader(a_desc, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M, N,
+    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M, N,
                 K, NT, TILES, STAGES: gl.constexpr):
-        BT: gl.constexpr = a_desc.block_type.shape[0]
+        BT: gl.constexpr = a_bufs.type.shape[1]
         BW: gl.constexpr = bw_bufs.type.shape[1]
         KB = K // 128
-        # B's packed words and scales by cp.async, 16 bytes a copy (8 and 2 per thread and
-        # block), A by TMA: one TMA descriptor per launch instead of three saves ~22 us of
-        # host time per call (run 57a).
+        # Everything by cp.async, no TMA: a TMA descriptor costs the host ~11 us to encode
+        # per launch (run 57a). Per thread and block: BT / 4 16-byte copies of A, 8 of B's
+        # packed words, 2 of its scales, BT / 32 4-byte copies of a_scale.
+        al: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [1, 1], [1, 0])
         wl: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [1, 1], [1, 0])
         sl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [1, 1], [1, 0])
         w_row = gl.arange(0, BW, layout=gl.SliceLayout(1, wl))[:, None]
         w_col = gl.arange(0, 16, layout=gl.SliceLayout(0, wl))[None, :]
         s_row = gl.arange(0, BW, layout=gl.SliceLayout(1, sl))[:, None]
         s_col = gl.arange(0, 4, layout=gl.SliceLayout(0, sl))[None, :]
+        a_tok = gl.arange(0, BT, layout=gl.SliceLayout(1, al))[:, None]
+        a_col = gl.arange(0, 128, layout=gl.SliceLayout(0, al))[None, :]
         # a_scale of the tile's BT tokens for one block: a 4-byte copy per token (a column of
         # a_scale [g * max_m, KB]), so that the consumer's promotion reads shared memory
         # instead of waiting on a global load one block ahead (~1.6 us at 64 tokens, run 56d).
@@ -116,26 +113,26 @@ if HAVE_GLUON:
             if work:
                 a_row = g * MAX_M + mt * BT
                 b_row = g * N + nt * BW
-                # Row strides as 16 and 4 x KB: the compiler then sees 16-byte aligned rows.
-                w_src = w_ptr + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col
+                # Rows past the group's bucket are zero-filled (their columns of c are stored
+                # as zeros). Row strides as 16 and 4 x KB: the compiler then sees 16-byte
+                # aligned rows (b_fp4's bytes read as int32 words).
+                a_src = a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col
+                a_in = mt * BT + a_tok < MAX_M
+                w_src = w_ptr.to(gl.pointer_type(gl.int32), bitcast=True) + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col
                 s_src = bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col
                 as_src = as_ptr + (a_row + tok).to(gl.int64) * KB
-                in_bucket = mt * BT + tok < MAX_M  # rows past the bucket: TMA's zero fill for A, 0 here
+                in_bucket = mt * BT + tok < MAX_M
                 for kb in range(KB):
                     s = it % STAGES
                     # A fresh barrier counts as having completed the phase before 0.
                     mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                    bar = loaded.index(s)
+                    _cp_async(a_bufs.index(s), a_src + kb * 128, mask=a_in)
                     _cp_async(bw_bufs.index(s), w_src + kb * 16)
                     _cp_async(bs_bufs.index(s), s_src + kb * 4)
                     _cp_async(as_bufs.index(s), as_src + kb, mask=in_bucket)
-                    # Each thread's copies hold the phase open until they land (the arrive
-                    # raises the pending count at issue, ahead of expect's arrive below).
-                    async_copy.mbarrier_arrive(bar)
-                    mbarrier.expect(bar, a_desc.block_type.nbytes)
-                    # Rows past the group's (or the tensor's) end: the next group's rows, or
-                    # TMA's zero fill; their columns of c are stored as zeros.
-                    _tma_load(a_desc, [a_row, kb * 128], bar, a_bufs.index(s))
+                    # One arrival per loader thread once its copies have landed (the barrier
+                    # counts 32).
+                    async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
                     it += 1
 
     @gluon.jit
@@ -208,6 +205,9 @@ if HAVE_GLUON:
                     phase = (it // STAGES) & 1
                     mbarrier.wait(loaded.index(s), phase)
                     mbarrier.wait(decoded.index(s), phase)
+                    # A landed through cp.async (the generic proxy); wgmma reads it through the
+                    # async proxy.
+                    fence_async_shared()
                     a_s = as_bufs.index(s).load(gl.SliceLayout(0, mma))
                     a_tile = a_bufs.index(s)
                     q_tile = q_bufs.index(s)
@@ -236,13 +236,14 @@ if HAVE_GLUON:
             gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(offs_t < MAX_M)[None, :])
 
     @gluon.jit
-    def fused_ws_kernel(a_desc, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES,
-                        STAGES: gl.constexpr):
-        """Persistent: grid min(tiles, SMs); see the module's doc. w_ptr: b_fp4 as int32 words
-        [g, n, k / 8]. num_warps = 4 (the consumer, Gluon's default partition)."""
+    def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES,
+                        STAGES: gl.constexpr, BT: gl.constexpr):
+        """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
+        (token_tile). num_warps = 4 (the consumer, Gluon's default partition)."""
         BW: gl.constexpr = _BW
-        BT: gl.constexpr = a_desc.block_type.shape[0]
-        a_bufs = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BT, 128], a_desc.layout)
+        # A's tile in wgmma's 128-byte swizzle (rows of 128 e4m3 bytes), like the decoded tile.
+        a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        a_bufs = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BT, 128], a_layout)
         bw_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW, 16], _W_LAYOUT)
         bs_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BW, 4], _S_LAYOUT)
         as_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BT], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
@@ -258,7 +259,7 @@ if HAVE_GLUON:
         decoded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(STAGES):
-            mbarrier.init(loaded.index(i), count=1)
+            mbarrier.init(loaded.index(i), count=32)  # the loader warp's threads
             mbarrier.init(decoded.index(i), count=1)
             mbarrier.init(empty.index(i), count=1)
         gl.warp_specialize([
@@ -266,7 +267,7 @@ if HAVE_GLUON:
                          MAX_M, N, K, NT, TILES, STAGES)),
             (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
                         STAGES, BT)),
-            (_loader, (a_desc, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
+            (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
                        N, K, NT, TILES, STAGES)),
         ], [BW // 32, 1], [_DECODER_REGS, _LOADER_REGS])
 
@@ -277,19 +278,9 @@ def token_tile(max_m) -> int:
 
 
 def supported(g, max_m, n, k) -> bool:
-    """Shapes the kernel takes (the caller also needs sm_90, 16-byte aligned tensors for TMA
-    and the 16-byte cp.async copies, and a b_fp4 that views as int32 words): whole 64-row
-    weight tiles, k a multiple of 128."""
+    """Shapes the kernel takes (the caller also needs sm_90 and 16-byte aligned tensors for
+    the 16-byte cp.async copies): whole 64-row weight tiles, k a multiple of 128."""
     return HAVE_GLUON and g > 0 and 0 < max_m and n % BW == 0 and k % 128 == 0
-
-
-def descriptors(a_fp8):
-    """The TMA descriptor over A's 2-D view [g * max_m, k] e4m3 in [BT, 128] boxes (B's words
-    and b_scale come by cp.async: no descriptors)."""
-    g, max_m, k = a_fp8.shape
-    bt = token_tile(max_m)
-    return (GluonDescriptor.from_tensor(a_fp8.view(g * max_m, k), [bt, 128],
-                                        gl.NVMMASharedLayout.get_default_for([bt, 128], gl.float8e4nv)),)
 
 
 def grid_and_sizes(g, max_m, n, num_sms):
@@ -299,9 +290,9 @@ def grid_and_sizes(g, max_m, n, num_sms):
     return (min(tiles, num_sms), 1, 1), nt, tiles
 
 
-def consts():
+def consts(max_m):
     """fused_ws_kernel's constexprs and compile options."""
-    return dict(STAGES=STAGES, num_warps=4, maxnreg=MAXNREG)
+    return dict(STAGES=STAGES, BT=token_tile(max_m), num_warps=4, maxnreg=MAXNREG)
 
 
 def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms):
@@ -310,6 +301,5 @@ def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms):
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
     grid, nt, tiles = grid_and_sizes(g, max_m, n, num_sms)
-    fused_ws_kernel[grid](*descriptors(a_fp8), b_fp4.view(torch.int32), b_scale, a_scale, masked_m, c,
-                          max_m, n, k, nt, tiles, **consts())
+    fused_ws_kernel[grid](a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, nt, tiles, **consts(max_m))
     return c

@@ -18,7 +18,6 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import fused_ws
-from .fused_ws import GluonDescriptor
 from .heuristics import DEFAULT_SMS, ZN, Config, choose_config, grid_split
 from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
 
@@ -66,8 +65,6 @@ def _arg_key(a):
         return a.dtype, a.data_ptr() % 16 == 0
     if isinstance(a, TensorDescriptor):
         return "desc", a.base.dtype, tuple(a.block_shape)
-    if GluonDescriptor is not None and isinstance(a, GluonDescriptor):
-        return "gdesc", a.base.dtype, tuple(a.block_shape), repr(a.layout)
     return a
 
 
@@ -174,7 +171,7 @@ class _Plan(NamedTuple):
     decode_grid: tuple
     dev_index: int           # CUDA device index, -1 off CUDA
     compiled: dict           # launch slot -> (CompiledKernel, constexpr tail), see _plan_launch
-    descs: dict              # "a", "q" (fused_ws: "a") -> descriptor templates (see _rebased)
+    descs: dict              # "a", "q" -> descriptor templates (see _rebased)
     ws_sizes: tuple = ()     # fused_ws_kernel's (NT, TILES)
 
 
@@ -217,11 +214,10 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     if g == 0 or max_m == 0:
         return _Plan(True, g, max_m, n, k, config, 0, {}, (), (), -1, {}, {})
     chosen = config is None
-    # fused_ws_kernel needs Gluon, an NVIDIA GPU (not the interpreter), whole 64-row weight
-    # tiles and b_fp4 readable as 32-bit words; sm_90 and 16-byte aligned starts are checked
-    # by choose_config and at the call.
+    # fused_ws_kernel needs Gluon, an NVIDIA GPU (not the interpreter) and whole 64-row weight
+    # tiles; sm_90 and 16-byte aligned starts are checked by choose_config and at the call.
     ws_ok = (fused_ws_kernel is not None and dev.type == "cuda" and not _INTERPRET and torch.version.hip is None
-             and fused_ws.supported(g, max_m, n, k) and b_fp4.storage_offset() % 4 == 0)
+             and fused_ws.supported(g, max_m, n, k))
     capability, num_sms = _device_facts(dev)
     dev_index = (dev.index if dev.index is not None else torch.cuda.current_device()) \
         if dev.type == "cuda" else -1
@@ -229,10 +225,10 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         config = choose_config(max_m, expected_m, n, capability, num_sms, g=g, k=k, ws=ws_ok)
     if config.ws:
         if not ws_ok or tuple(capability) != (9, 0):
-            raise ValueError(f"config: ws needs Gluon, an sm_90 CUDA device (not the interpreter), n % 64 == 0 "
-                             f"and b_fp4 4-byte aligned, got {config}")
+            raise ValueError(f"config: ws needs Gluon, an sm_90 CUDA device (not the interpreter) and n % 64 == 0, "
+                             f"got {config}")
         grid, nt, tiles = fused_ws.grid_and_sizes(g, max_m, n, num_sms)
-        return _Plan(False, g, max_m, n, k, config, 0, fused_ws.consts(), grid, (), dev_index, {}, {}, (nt, tiles))
+        return _Plan(False, g, max_m, n, k, config, 0, fused_ws.consts(max_m), grid, (), dev_index, {}, {}, (nt, tiles))
     if config.BN < 32 or config.BM < 16:
         # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
         # decode with < 4 bytes per thread (now CORR_ASM off there), not re-measured since.
@@ -343,15 +339,11 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     aligned = not ((a_fp8.data_ptr() | a_scale.data_ptr() | b_fp4.data_ptr() | b_scale.data_ptr()
                     | masked_m.data_ptr() | c.data_ptr()) & 15)
     if cfg.ws:
-        if not aligned:  # TMA can't address a 16-byte misaligned start: the Triton kernels
+        if not aligned:  # its 16-byte copies need 16-byte aligned starts: the Triton kernels
             fallback = choose_config(max_m, expected_m, n, *_device_facts(c.device), g=g, k=k)
             return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, fallback)
-        if not plan.descs:
-            plan.descs.update(_templates(a=fused_ws.descriptors(a_fp8)[0]))
-        # A through the template over this call's a_fp8; B's packed codes as int32 words.
         _plan_launch(plan, "ws", fused_ws_kernel, plan.grid,
-                     (_rebased(plan.descs["a"], a_fp8), b_fp4.view(torch.int32), b_scale, a_scale, masked_m, c,
-                      max_m, n, k, *plan.ws_sizes), plan.consts, aligned)
+                     (a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, *plan.ws_sizes), plan.consts, aligned)
         return c
     bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
     if cfg.predec:
