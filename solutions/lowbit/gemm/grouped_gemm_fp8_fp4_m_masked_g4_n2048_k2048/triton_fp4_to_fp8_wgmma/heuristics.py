@@ -73,7 +73,7 @@ class Config:
                            # (kernel._tile_of_program for the tile kernel)
     zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
     ws: bool = False       # fused_ws_kernel (Gluon, sm_90): the warp-specialised one-launch kernel
-                           # for 33-64-row buckets; its tiles follow from max_m (fused_ws.token_tile,
+                           # for 17-128-row buckets; its tiles follow from max_m (fused_ws.token_tile,
                            # fused_ws.BW), BM and BN only record them
 
     def as_kwargs(self):
@@ -112,17 +112,19 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
     Thirteenth and fourteenth sessions (runs 56-57): on sm_90, buckets of 17-128 rows with
-    at most 64 expected per group take fused_ws_kernel, one warp-specialised launch (a loader
-    warp: A by TMA, B by cp.async; decoder warps; one wgmma consumer; each B tile decoded once,
-    never written back), except 17-32-row buckets with at most 16 rows expected, which keep
-    the one-pass kernel's 16-token tiles. H200 GPU us, the Triton kernels / fused_ws: max_m 32
-    with ~24 rows 15.3 / 12.5, 48 with 12-48 rows 20.7 / 14.7, 64 with ~20 rows 16.7 / 15.0,
-    128 with ~25 rows 16.5 / 15.8, the harness's wide scales at 128 47.5 / 23.5 (four K = 32
-    wgmmas per block that does not fold, against the exact loop). Host time until run()
-    returns at max_m 32 44.2 / 31.4 (the split one-pass kernel's memset; fused_ws encodes one
-    TMA descriptor: three cost ~22 us more, run 57a). Not at max_m 1-16 (GPU 10.4 / 11.5 at 1,
-    11.5 / 11.6 at 16, and more host time), nor where a group is expected past 64 rows (a
-    second token tile decodes B again).
+    at most 64 expected per group take fused_ws_kernel, one warp-specialised launch (a
+    cp.async loader warp, decoder warps, one wgmma consumer; each B tile decoded once, never
+    written back), except 17-32-row buckets with at most 16 rows expected, which keep the
+    one-pass kernel's 16-token tiles. H200 GPU us, the Triton kernels / fused_ws (run 57d):
+    max_m 32 with ~24 rows 15.0 / 11.9, 48 with 12-48 rows 20.4 / 13.2, 64 with ~20 rows
+    16.5 / 13.4, 128 with ~25 rows 16.7 / 14.0, the harness's wide scales at 128 47.1 / 19.1
+    (four K = 32 wgmmas per block that does not fold, against the exact loop). Host time
+    until run() returns: fused_ws encodes no TMA descriptor, 13.1-14.1 us at 32-64 rows, the
+    one-pass kernel 13.9 at 16 (run 57d; at 32 the split one-pass kernel's memset made it
+    44.2 against fused_ws's 31.4 with one descriptor, run 57b). Not at max_m 1 (GPU 10.2 /
+    11.0); at 16 fused_ws was 0.3 us faster (11.5 / 11.2) with equal host time in run 57d,
+    not yet switched. Not where a group is expected past 64 rows (a second token tile
+    decodes B again).
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
     G-H, 2026-11-30): most shapes are fastest with two passes (decode B to e4m3 once per
