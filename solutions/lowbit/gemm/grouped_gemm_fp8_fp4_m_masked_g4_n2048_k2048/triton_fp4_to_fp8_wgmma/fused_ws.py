@@ -9,7 +9,7 @@ three partitions, synchronised only through per-stage mbarriers:
 
 - a loader warp: per 128-K block, by cp.async, A's tile (the group's BT token rows) and their
   a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier ``loaded[s]``;
-  no TMA, as each TMA descriptor costs the host ~11 us to encode per launch, run 57);
+  no TMA, as each TMA descriptor costs the host ~5-11 us to encode per launch, run 57);
 - a decoder (two warps, one weight row per thread): folds the row's four per-32 scales of the
   block (kernel._fold_scales_2d's test), decodes its 16 words with kernel's prmt lookup into
   the stage's swizzled e4m3 tile and writes the row's multiplier (-1 where the block does not
@@ -91,8 +91,8 @@ if HAVE_GLUON:
         BT: gl.constexpr = a_bufs.type.shape[1]
         BW: gl.constexpr = bw_bufs.type.shape[1]
         KB = K // 128
-        # Everything by cp.async, no TMA: a TMA descriptor costs the host ~11 us to encode
-        # per launch (run 57a). Per thread and block: BT / 4 16-byte copies of A, 8 of B's
+        # Everything by cp.async, no TMA: a TMA descriptor costs the host ~5-11 us to encode
+        # per launch (run 57). Per thread and block: BT / 4 16-byte copies of A, 8 of B's
         # packed words, 2 of its scales, BT / 32 4-byte copies of a_scale.
         al: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [1, 1], [1, 0])
         wl: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [1, 1], [1, 0])
@@ -118,7 +118,8 @@ if HAVE_GLUON:
                 # aligned rows (b_fp4's bytes read as int32 words).
                 a_src = a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col
                 a_in = mt * BT + a_tok < MAX_M
-                w_src = w_ptr.to(gl.pointer_type(gl.int32), bitcast=True) + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col
+                w_words = w_ptr.to(gl.pointer_type(gl.int32), bitcast=True)
+                w_src = w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col
                 s_src = bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col
                 as_src = as_ptr + (a_row + tok).to(gl.int64) * KB
                 in_bucket = mt * BT + tok < MAX_M
