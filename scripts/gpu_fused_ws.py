@@ -1,6 +1,6 @@
 """GPU check and timing of fused_ws_kernel (the grouped solution's warp-specialised Gluon kernel,
-thirteenth session) launched directly, at bucket sizes inside and outside the 33-128 rows the
-heuristic gives it, against run() and against the Triton kernels' choice.
+thirteenth and fourteenth sessions) launched directly, at bucket sizes inside and outside the
+17-128 rows the heuristic gives it, against run() and against the Triton kernels' choice.
 
 1. fused_ws against the float64 oracle on NaN-poisoned c: random, adversarial, non-power-of-two,
    spread and wide scales; masked_m negative / 0 / > max_m; max_m not a multiple of the tile.
@@ -15,10 +15,11 @@ e.g. an earlier commit's, with the same launch() signature) in every check and t
 earlier commit's), beside this one's.
 
 A deadlocked pipeline would hang the GPU: the script exits after WATCHDOG_S seconds.
-Run from the repository root: python3 scripts/gpu_fused_ws.py [--prev fused_ws_prev]
+Run from the repository root: python3 scripts/gpu_fused_ws.py [--prev fused_ws_prev] [--old DIR]
 (The many-row form of run 55 and its ablations: commit 71cc582; the few-token variants and
 ablations of run 56: commits 462bfe0 to 07eab84, the script's --swap, --stages, --unroll and
---ablate options there.)
+--ablate options there; run 57's and 58's variants: docs/kernels/grouped_gemm.md says how
+each --prev copy was made.)
 """
 
 import faulthandler
