@@ -70,8 +70,8 @@ def fused_fn_of(mod):
 
 
 def host_times():
-    """Host time: enqueue of each kernel's direct launch (Triton's launcher, descriptors
-    encoded per launch), then of run() with the heuristic's choice (and --old's run()):
+    """Host time: enqueue of each kernel's direct launch (Triton's launcher, any TMA
+    descriptors encoded per launch), then of run() with the heuristic's choice (and --old's run()):
     enqueue and the harness's mean."""
     out = []
     for wname, max_m, masked, exp in WORKLOADS[1:5]:

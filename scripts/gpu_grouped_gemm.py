@@ -381,7 +381,8 @@ def validate_mode():
     check_accuracy(c.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what="run/misaligned a_fp8/1024")
     print(f"validate misaligned a_fp8 max_m=1024 hint=757: ok, "
           f"{time_call(default_fn, [shifted, a_s, b, b_s, mm, 757, c], L2, reps=20).median_us:.1f} us", flush=True)
-    # The same at max_m 64, where fused_ws_kernel (TMA) hands the call to the Triton kernels.
+    # The same at max_m 64, where fused_ws_kernel (16-byte cp.async copies) hands the call to
+    # the Triton kernels.
     a, a_s, b, b_s, mm = make(64, [40, 64, 3, 0], seed=41)
     shifted = torch.empty(a.numel() + 8, dtype=a.dtype, device=dev)[8:].view(a.shape)
     shifted.copy_(a)
