@@ -28,11 +28,12 @@ from lowbit_gemm.solutions import load_solution  # noqa: E402
 BR = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "bres_ws")
 WATCHDOG_S = 500
 VARIANTS = {  # name: consts() keywords
-    "a4b3d2": {},
-    "a4b3d4": dict(dec_warps=4),
-    "a3b4d4": dict(a_stages=3, b_stages=4, dec_warps=4),
+    "a4d2": {},
+    "a4d4": dict(dec_warps=4),
+    "a5d4": dict(a_stages=5, dec_warps=4),
 }
-ABLATIONS = {"nodecode": dict(dec_warps=4, ablate=1), "nopromo": dict(dec_warps=4, ablate=2)}
+ABLATIONS = {"nodecode": dict(ablate=1), "nopromo": dict(ablate=2), "addonly": dict(ablate=3),
+             "noflag": dict(ablate=4)}
 CHECKS = [  # max_m, masked_m, scales
     (512, [512, 512, 512, 512], "ue8m0"),
     (512, [307, 410, 512, 205], "adversarial"),

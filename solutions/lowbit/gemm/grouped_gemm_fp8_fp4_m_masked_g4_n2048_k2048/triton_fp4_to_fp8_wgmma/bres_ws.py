@@ -43,17 +43,15 @@ BW = 64          # weight rows per CTA (the MMA's M)
 BT = 128         # tokens per consumer tile (the MMA's N)
 MAX_K = 2048     # the resident tile is BW x K bytes of shared memory
 A_STAGES = 4     # A boxes in flight, shared by the two consumers
-B_STAGES = 3     # the decoder's ring of packed words and scales
 DEC_WARPS = 2
-# Registers: the launch's cap (4 + 4 + DEC_WARPS + 1 warps), then what setmaxnreg gives the
-# second consumer, the decoder and the loader; the first consumer (Gluon's default partition)
-# gets the rest.
-MAXNREG, CONSUMER_REGS, DECODER_REGS, LOADER_REGS = 168, 208, 96, 40
+# Registers per decoder width: the launch's cap (4 + 4 + DEC_WARPS + 1 warps, rounded up to
+# whole warpgroups: 12 or 16), then what setmaxnreg gives the second consumer, the decoder and
+# the loader (each rounded up to a warpgroup); the first consumer (Gluon's default partition)
+# gets the rest: 200 or 208 per thread, enough for the accumulator, the MMA result and the
+# tile's 32 a_scale values without spills inside the K loop.
+REGS = {2: (168, 208, 96, 40), 4: (128, 200, 80, 24)}  # MAXNREG, CONSUMER, DECODER, LOADER
 
 if HAVE_GLUON:
-    _CONSUMER_REGS, _DECODER_REGS, _LOADER_REGS = (gl.constexpr(r) for r in (CONSUMER_REGS, DECODER_REGS, LOADER_REGS))
-    _W_LAYOUT = gl.constexpr(gl.NVMMASharedLayout.get_default_for([BW, 16], gl.int32))
-    _S_LAYOUT = gl.constexpr(gl.NVMMASharedLayout.get_default_for([BW, 4], gl.float32))
     _PRMT = gl.constexpr(_PRMT_WORD_ASM_TEXT)
     _partition_sync = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
     _cp_async = async_copy.async_load if hasattr(async_copy, "async_load") else async_copy.async_copy_global_to_shared
@@ -62,12 +60,12 @@ if HAVE_GLUON:
 
     if hasattr(gl.shared_memory_descriptor, "reinterpret"):  # Triton 3.7+
         @gluon.jit
-        def _as_fp8(words, shape: gl.constexpr, layout: gl.constexpr):
-            return words.reinterpret(gl.float8e4nv, shape, layout)
+        def _view(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+            return buf.reinterpret(dtype, shape, layout)
     else:  # Triton 3.6
         @gluon.jit
-        def _as_fp8(words, shape: gl.constexpr, layout: gl.constexpr):
-            return words._reinterpret(gl.float8e4nv, shape, layout)
+        def _view(buf, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+            return buf._reinterpret(dtype, shape, layout)
 
     @gluon.jit
     def _group_rows(mm_ptr, MAX_M):
@@ -106,14 +104,12 @@ if HAVE_GLUON:
                     it += 1
 
     @gluon.jit
-    def _decoder(w_ptr, bs_ptr, bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, decoded, mm_ptr, MAX_M, N,
+    def _decoder(w_ptr, bs_ptr, raw_w, raw_s, qw_bufs, ref_bufs, flag_bufs, raw_ready, decoded, mm_ptr, MAX_M, N,
                  K: gl.constexpr, DEC_WARPS: gl.constexpr, ABLATE: gl.constexpr):
-        BW: gl.constexpr = bw_bufs.type.shape[1]
-        B_STAGES: gl.constexpr = bw_bufs.type.shape[0]
+        BW: gl.constexpr = qw_bufs.type.shape[1]
         KB: gl.constexpr = K // 128
         # One weight row per thread (two warps), or half a row's words per thread (four): each
-        # thread holds all four scales of its row, so the fold needs no shuffles; it copies
-        # exactly what it later reads, so its own cp.async waits suffice.
+        # thread holds all four scales of its row, so the fold needs no shuffles.
         rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [BW // 32, DEC_WARPS * 32 // BW], [1, 0])
         flagl: gl.constexpr = gl.BlockedLayout([1], [32], [DEC_WARPS], [0])
         g, rows = _group_rows(mm_ptr, MAX_M)
@@ -126,21 +122,20 @@ if HAVE_GLUON:
         w_src = w_words + (b_row + r).to(gl.int64) * (KB * 16) + c16
         s_src = bs_ptr + (b_row + r).to(gl.int64) * (KB * 4) + c4
         if rows > 0:
-            for i in gl.static_range(B_STAGES - 1):
-                if i < KB:
-                    _cp_async(bw_bufs.index(i), w_src + i * 16)
-                    _cp_async(bs_bufs.index(i), s_src + i * 4)
-                async_copy.commit_group()
+            # Every block's packed words and scales at once, each into the first 5 KB of the
+            # slot its decoded tile will take (run 59: a 3-block ring of its own kept ~8 KB per
+            # SM in flight and paced the first token tiles at ~1 us a block). Each thread
+            # arrives on the block's barrier once its copies have landed.
             for kb in range(KB):
-                nxt = kb + B_STAGES - 1
-                if nxt < KB:
-                    _cp_async(bw_bufs.index(nxt % B_STAGES), w_src + nxt * 16)
-                    _cp_async(bs_bufs.index(nxt % B_STAGES), s_src + nxt * 4)
-                async_copy.commit_group()
-                async_copy.wait_group(B_STAGES - 1)
-                s = kb % B_STAGES
-                w = bw_bufs.index(s).load(rowl)                              # words of 8 codes
-                sb = bs_bufs.index(s).load(rowl).to(gl.int32, bitcast=True)  # the row's 4 scale bits
+                _cp_async(raw_w.index(2 * kb), w_src + kb * 16)
+                _cp_async(raw_s.index(8 * kb + 4), s_src + kb * 4)
+                async_copy.mbarrier_arrive(raw_ready.index(kb), increment_count=False)
+            for kb in range(KB):
+                mbarrier.wait(raw_ready.index(kb), 0)
+                w = raw_w.index(2 * kb).load(rowl)                              # words of 8 codes
+                sb = raw_s.index(8 * kb + 4).load(rowl).to(gl.int32, bitcast=True)  # the row's 4 scale bits
+                # The decoded tile overwrites the slot: every thread has read it first.
+                _partition_sync()
                 # kernel._block_bits: positive, normal powers of two within FOLD_SPREAD binades.
                 bmax = gl.max(sb, axis=1)
                 bmin = gl.min(sb, axis=1)
@@ -199,6 +194,15 @@ if HAVE_GLUON:
                     if ABLATE == 2:  # timing only: no promotion (wrong results)
                         acc = warpgroup_mma(q_tile, a_tile.permute((1, 0)), acc, is_async=True)
                         acc = warpgroup_mma_wait(0, deps=(acc,))
+                    elif ABLATE == 3:  # timing only: the fp32 add alone, no scales, no flag
+                        t_mma = warpgroup_mma(q_tile, a_tile.permute((1, 0)), t_mma, use_acc=False, is_async=True)
+                        t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
+                        acc = acc + t_mma
+                    elif ABLATE == 4:  # timing only: the promotion without the flag's test
+                        t_mma = warpgroup_mma(q_tile, a_tile.permute((1, 0)), t_mma, use_acc=False, is_async=True)
+                        t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
+                        ref = ref_bufs.index(kb).load(gl.SliceLayout(1, mma))
+                        acc = acc + t_mma * (ref[:, None] * a_s[None, :])
                     elif gl.max(flag_bufs.index(kb).load(flagl), axis=0) == 0:  # every row folds
                         t_mma = warpgroup_mma(q_tile, a_tile.permute((1, 0)), t_mma, use_acc=False, is_async=True)
                         t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
@@ -226,42 +230,49 @@ if HAVE_GLUON:
 
     @gluon.jit
     def bres_ws_kernel(a_desc, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K: gl.constexpr,
-                       A_STAGES: gl.constexpr, B_STAGES: gl.constexpr, DEC_WARPS: gl.constexpr,
+                       A_STAGES: gl.constexpr, DEC_WARPS: gl.constexpr,
+                       CONSUMER_REGS: gl.constexpr, DECODER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
                        ABLATE: gl.constexpr = 0):
         """Grid (n / 64, g); see the module's doc. num_warps = 4 (the first consumer, Gluon's
-        default partition). ABLATE (timing only, wrong results): 1 no decode, 2 no promotion."""
+        default partition). ABLATE (timing only, wrong results): 1 no decode, 2 no promotion,
+        3 the promotion's add alone, 4 the promotion without the flag's test."""
         BT: gl.constexpr = a_desc.block_type.shape[0]
         BW: gl.constexpr = 64
         KB: gl.constexpr = K // 128
         a_bufs = gl.allocate_shared_memory(a_desc.dtype, [A_STAGES, BT, 128], a_desc.layout)
         as_bufs = gl.allocate_shared_memory(gl.float32, [A_STAGES, BT], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
-        bw_bufs = gl.allocate_shared_memory(gl.int32, [B_STAGES, BW, 16], _W_LAYOUT)
-        bs_bufs = gl.allocate_shared_memory(gl.float32, [B_STAGES, BW, 4], _S_LAYOUT)
         # The resident decoded tile, one slot per 128-K block: written as int32 words, read by
         # wgmma as e4m3 (the same bytes and the same 128-byte swizzle).
         qw_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
         q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
         qw_bufs = gl.allocate_shared_memory(gl.int32, [KB, BW, 32], qw_layout)
-        q_bufs = _as_fp8(qw_bufs, [KB, BW, 128], q_layout)
+        q_bufs = _view(qw_bufs, gl.float8e4nv, [KB, BW, 128], q_layout)
+        # The same slots as the decoder's landing place for each block's packed words (the
+        # first 4 KB, [BW, 16] words) and scales (the fifth KB, [BW, 4]).
+        plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])
+        raw_w = _view(qw_bufs, gl.int32, [KB * 2, BW, 16], plain)
+        raw_s = _view(qw_bufs, gl.float32, [KB * 8, BW, 4], plain)
         ref_bufs = gl.allocate_shared_memory(gl.float32, [KB, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         flag_bufs = gl.allocate_shared_memory(gl.int32, [KB, 32], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         a_ready = gl.allocate_shared_memory(gl.int64, [A_STAGES, 1], mbarrier.MBarrierLayout())
         a_empty = gl.allocate_shared_memory(gl.int64, [A_STAGES, 1], mbarrier.MBarrierLayout())
         decoded = gl.allocate_shared_memory(gl.int64, [KB, 1], mbarrier.MBarrierLayout())
+        raw_ready = gl.allocate_shared_memory(gl.int64, [KB, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(A_STAGES):
             mbarrier.init(a_ready.index(i), count=33)  # the expect and the loader's 32 threads
             mbarrier.init(a_empty.index(i), count=1)
         for i in gl.static_range(KB):
             mbarrier.init(decoded.index(i), count=1)
+            mbarrier.init(raw_ready.index(i), count=DEC_WARPS * 32)  # the decoder's threads
         gl.warp_specialize([
             (_consumer, (a_bufs, as_bufs, q_bufs, ref_bufs, flag_bufs, a_ready, a_empty, decoded, bs_ptr, mm_ptr,
                          c_ptr, MAX_M, N, K, 0, ABLATE)),
             (_consumer, (a_bufs, as_bufs, q_bufs, ref_bufs, flag_bufs, a_ready, a_empty, decoded, bs_ptr, mm_ptr,
                          c_ptr, MAX_M, N, K, 1, ABLATE)),
-            (_decoder, (w_ptr, bs_ptr, bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, decoded, mm_ptr, MAX_M, N, K,
-                        DEC_WARPS, ABLATE)),
+            (_decoder, (w_ptr, bs_ptr, raw_w, raw_s, qw_bufs, ref_bufs, flag_bufs, raw_ready, decoded, mm_ptr, MAX_M,
+                        N, K, DEC_WARPS, ABLATE)),
             (_loader, (a_desc, as_ptr, a_bufs, as_bufs, a_ready, a_empty, mm_ptr, MAX_M, K)),
-        ], [4, DEC_WARPS, 1], [_CONSUMER_REGS, _DECODER_REGS, _LOADER_REGS])
+        ], [4, DEC_WARPS, 1], [CONSUMER_REGS, DECODER_REGS, LOADER_REGS])
 
 
 def supported(g, max_m, n, k) -> bool:
@@ -277,10 +288,11 @@ def a_descriptor(a_fp8):
                                         gl.NVMMASharedLayout.get_default_for([BT, 128], gl.float8e4nv))
 
 
-def consts(k, a_stages=A_STAGES, b_stages=B_STAGES, dec_warps=DEC_WARPS, ablate=0):
+def consts(k, a_stages=A_STAGES, dec_warps=DEC_WARPS, ablate=0):
     """bres_ws_kernel's constexprs and compile options."""
-    return dict(K=k, A_STAGES=a_stages, B_STAGES=b_stages, DEC_WARPS=dec_warps, ABLATE=ablate, num_warps=4,
-                maxnreg=MAXNREG)
+    maxnreg, consumer, decoder, loader = REGS[dec_warps]
+    return dict(K=k, A_STAGES=a_stages, DEC_WARPS=dec_warps, CONSUMER_REGS=consumer,
+                DECODER_REGS=decoder, LOADER_REGS=loader, ABLATE=ablate, num_warps=4, maxnreg=maxnreg)
 
 
 def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms=None, **variant):
