@@ -1,10 +1,11 @@
-"""One launch each of the grouped solution's Gluon kernels, for ncu to profile (fifteenth
-session, run 59c): bres_ws_kernel at one 256-row group and at 512 full, fused_ws_kernel at
-max_m 64 with ~20 rows. Each is launched once to compile, then once more (the launch to profile:
-ncu --launch-skip 1 --launch-count 1 per kernel name).
-Run from the repository root: ncu -k regex:KERNEL --launch-skip 1 --launch-count 1 \\
-    --section SourceCounters --section WarpStateStats python3 scripts/gpu_ncu_ws.py WHICH
-WHICH: bres256one | bres512 | fused64"""
+"""One launch of the grouped solution's Gluon kernel, for ncu to profile (fifteenth session,
+run 59c): fused_ws_kernel at max_m 64 with ~20 rows, or at max_m 128 with ~25. It is launched
+once to compile, then once more (the launch to profile). Then summarise the stalls per SASS line:
+  ncu -k regex:fused_ws_kernel --launch-skip 1 --launch-count 1 --section SourceCounters \\
+      --section WarpStateStats -o REPORT python3 scripts/gpu_ncu_ws.py fused64
+  ncu -i REPORT.ncu-rep --page source --csv --print-source sass > SRC.csv
+  python3 scripts/ncu_source_top.py SRC.csv
+(Run 59c's B-resident cases, bres256one and bres512: this script at commit 44ccc47.)"""
 
 import os
 import sys
@@ -16,8 +17,7 @@ import torch  # noqa: E402
 
 from lowbit_gemm.solutions import load_solution  # noqa: E402
 
-CASES = {"bres256one": ("bres_ws", 256, [0, 256, 0, 0]), "bres512": ("bres_ws", 512, [512] * 4),
-         "fused64": ("fused_ws", 64, [8, 17, 32, 24])}
+CASES = {"fused64": ("fused_ws", 64, [8, 17, 32, 24]), "fused128": ("fused_ws", 128, [12, 30, 25, 9])}
 mod_name, max_m, masked = CASES[sys.argv[1]]
 mod = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", mod_name)
 a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7)
