@@ -1,5 +1,10 @@
-"""Top SASS lines by warp-stall samples from `ncu -i REPORT --page source --csv --print-source sass`
-(fifteenth session, run 59c): python3 scripts/ncu_source_top.py FILE.csv [N]."""
+"""Where a kernel's warps stall, from `ncu -i REPORT --page source --csv --print-source sass`
+(fifteenth session, run 59c): python3 scripts/ncu_source_top.py FILE.csv [N]
+
+Prints the warp-stall samples per code region (the SASS between two SETMAXREG or EXIT
+instructions: in a warp-specialised Gluon kernel, roughly one region per partition, so the
+regions say which partition waits and for how long), then the N SASS lines (default 30) with
+the most samples, each with its top stall reasons."""
 
 import csv
 import sys
@@ -24,8 +29,21 @@ def num(x):
 
 
 total = sum(num(r[samp]) for r in rows)
-print(f"columns: {len(cols)}; total samples {total:.0f}; reason columns: {reasons[:12]}")
-for r in sorted(rows, key=lambda r: -num(r[samp]))[:n]:
+print(f"total samples {total:.0f}")
+print("regions (SASS rows between SETMAXREG/EXIT): samples, most executions of one line, wgmma / prmt / TMA lines")
+start = 0
+for end in [i + 1 for i, r in enumerate(rows) if "SETMAXREG" in r[src] or "EXIT" in r[src]] + [len(rows)]:
+    part = rows[start:end]
+    s = sum(num(r[samp]) for r in part)
+    if s >= 0.01 * total:
+        execs = max(num(r.get("Instructions Executed", 0)) for r in part)
+        count = [sum(key in r[src] for r in part) for key in ("GMMA", "PRMT", "UTMALDG")]
+        print(f"  rows {start:5d}-{end:5d} {s:7.0f} ({100 * s / total:4.1f}%) exec {execs:8.0f}  "
+              f"wgmma {count[0]} prmt {count[1]} tma {count[2]}")
+    start = end
+print(f"top {n} lines: samples, share, SASS row, instruction, top reasons")
+for i in sorted(range(len(rows)), key=lambda i: -num(rows[i][samp]))[:n]:
+    r = rows[i]
     top = sorted(((num(r[c]), c) for c in reasons), reverse=True)[:3]
     why = ", ".join(f"{c}={v:.0f}" for v, c in top if v > 0)
-    print(f"{num(r[samp]):6.0f} {100 * num(r[samp]) / total:5.1f}%  {r.get('Address', '')[:8]:8s} {r[src][:70]:70s} {why}")
+    print(f"{num(r[samp]):6.0f} {100 * num(r[samp]) / total:5.1f}%  {i:5d} {r[src][:64]:64s} {why}")
