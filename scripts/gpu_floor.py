@@ -11,8 +11,9 @@ per program, for the sizes the decode-like calls must read:
 plus a one-program kernel (the launch floor). Also prints the same read timed after a
 128 MiB memset (the FlashInfer-Bench flush, which leaves L2 full of dirty lines).
 
-Usage (H200): PYTHONUNBUFFERED=1 python3 scripts/gpu_floor.py [--writes]
-(--writes, twelfth session: the rate at which zeros can be written instead; see writes())
+Usage (H200): PYTHONUNBUFFERED=1 python3 scripts/gpu_floor.py [--writes | --slabs]
+(--writes, twelfth session: the rate at which zeros can be written instead; see writes();
+--slabs, sixteenth session: the same bytes read in the few-row kernels' order; see slabs())
 """
 
 import sys
@@ -36,6 +37,18 @@ def read_kernel(x_ptr, out_ptr, per_prog, BLOCK: tl.constexpr, STAGES: tl.conste
     for i in tl.range(0, per_prog, BLOCK, num_stages=STAGES):
         acc += tl.load(x_ptr + base + i + tl.arange(0, BLOCK))
     tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
+
+
+@triton.jit
+def slab_kernel(x_ptr, out_ptr, ROW_WORDS, ROWS: tl.constexpr, STEP_WORDS: tl.constexpr, STAGES: tl.constexpr):
+    """Program p reads its [ROWS, ROW_WORDS] int32 region (contiguous, row-major) one column
+    slab [ROWS, STEP_WORDS] per step: fused_ws's and the few-row GEMM's order over B's rows."""
+    base = tl.program_id(0).to(tl.int64) * ROWS * ROW_WORDS
+    offs = tl.arange(0, ROWS)[:, None] * ROW_WORDS + tl.arange(0, STEP_WORDS)[None, :]
+    acc = tl.zeros((ROWS, STEP_WORDS), dtype=tl.int32)
+    for i in tl.range(0, ROW_WORDS, STEP_WORDS, num_stages=STAGES):
+        acc += tl.load(x_ptr + base + offs + i)
+    tl.store(out_ptr + tl.program_id(0), tl.sum(acc))
 
 
 @triton.jit
@@ -105,9 +118,41 @@ def writes():
         print(f"{what} | {nb} | {t:.2f} ({nb / t / 1e6:.2f}) | {tm:.2f} ({nb / tm / 1e6:.2f})")
 
 
+def slabs():
+    """--slabs (run 61): is the few-row kernels' order of reading B what holds them at ~1.3-1.5
+    TB/s? 128 programs (fused_ws's CTAs at <= 64 rows per group) each read a contiguous 64 KiB
+    region (64 weight rows of 1 KiB: b_fp4's rows at k = 2048) as [64 rows, W bytes] column
+    slabs, W = 64 (fused_ws's step), 128, 256, 1024 (whole rows: contiguous), at several
+    pipeline depths; beside it the contiguous read of the same 8 MiB in 4 KiB steps."""
+    print(f"GPU {torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}", flush=True)
+    progs, rows, row_words = 128, 64, 256
+    x = torch.randint(0, 7, (progs * rows * row_words,), dtype=torch.int32, device="cuda")
+    out = torch.empty(4096, dtype=torch.int32, device="cuda")
+    nbytes = x.numel() * 4
+    fns = {"contiguous, 4 KiB steps, 4 stages": lambda x, o: read_kernel[(progs,)](
+        x, o, rows * row_words, BLOCK=1024, STAGES=4)}
+    for step_words in (16, 32, 64, 256):
+        for stages in (2, 4, 8):
+            if stages > row_words // step_words:
+                continue
+            fns[f"[64 rows, {step_words * 4} B] slabs, {stages} stages"] = (
+                lambda x, o, sw=step_words, st=stages: slab_kernel[(progs,)](
+                    x, o, row_words, ROWS=rows, STEP_WORDS=sw, STAGES=st))
+    rows_out = []
+    for what, fn in fns.items():
+        t = time_call(fn, [x, out], L2).median_us
+        rows_out.append((what, t))
+        print(rows_out[-1], flush=True)
+    print(f"\nread {nbytes >> 20} MiB by {progs} programs | rotating-sets graph us (TB/s)")
+    for what, t in rows_out:
+        print(f"{what} | {t:.2f} ({nbytes / t / 1e6:.2f})")
+
+
 def main():
     if "--writes" in sys.argv:
         return writes()
+    if "--slabs" in sys.argv:
+        return slabs()
     print(f"GPU {torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}")
     rows = []
     out = torch.empty(4096, dtype=torch.int32, device="cuda")

@@ -1,0 +1,98 @@
+"""Timeline of fused_ws_kernel inside one launch (sixteenth session, run 62): when each
+partition of each CTA reaches its milestones, from %globaltimer stamps written by a probe copy
+of the kernel beside fused_ws.py in the solution's folder (it imports from `.kernel`): the
+submitted kernel with a `tl_ptr` argument and stamps (`fused_ws_tl.py`), or run 60's two-chain
+kernel with them (`fused_ws_tl2.py`); docs/kernels/grouped_gemm.md, run 62. Both copies are
+kept at commit EXPERIMENT_COMMIT, not in the solution folder (its packed JSON holds every file
+there); restore one with
+  git show EXPERIMENT_COMMIT:solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/\
+triton_fp4_to_fp8_wgmma/fused_ws_tl.py > <that folder>/fused_ws_tl.py
+
+Each launch follows a 128 MiB write (L2 cold, as the harness's flush leaves it). Prints, per
+milestone, the min / median / max over the CTAs with work of (stamp - the launch's first
+stamp) in us; a two-chain copy (run 60's kernel) stamps its second chain's milestones 32
+slots on, and its first chain's blocks 0 and 14 as "block 0" and "block 15" (its second
+chain's 1 and 15). Usage (H200): python3 scripts/gpu_ws_timeline.py [MODULE[,MODULE...]] [--time]
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_ir_probe as p  # noqa: E402  (inputs)
+
+import torch  # noqa: E402
+
+from lowbit_gemm.solutions import load_solution  # noqa: E402
+
+SLOTS = {0: "loader start", 1: "loader has masked_m", 2: "loader issued block 0", 3: "loader reuses stage 0",
+         4: "loader issued block 15", 8: "decoder start", 9: "decoder: block 0 loaded", 10: "decoder: block 0 done",
+         11: "decoder: block 15 loaded", 12: "decoder: block 15 done", 16: "consumer start",
+         17: "consumer: block 0 loaded", 18: "consumer: block 0 decoded", 19: "consumer: block 0 released",
+         20: "consumer: block 15 ready", 21: "consumer: block 15 released", 22: "consumer: tile stored",
+         23: "consumer exit"}
+
+
+CASES = ((1, [1, 1, 0, 1]), (1, [1, 1, 1, 1]), (64, [8, 21, 32, 13]))
+
+
+def main():
+    names = sys.argv[1].split(",") if len(sys.argv) > 1 else ["fused_ws_tl"]
+    mods = {name: load_solution(p.GR, "lowbit", "triton_fp4_to_fp8_wgmma", name) for name in names}
+    for name, mod in mods.items():
+        if name.startswith("fused_ws_tl"):  # the copies with stamps
+            timeline(mod, name)
+    if "--time" in sys.argv:
+        times(mods)
+
+
+def times(mods):
+    """--time: each module's GPU time by the project's graph replay (rotating sets) and after a
+    128 MiB memset (the harness's flush), on the timeline's cases."""
+    from lowbit_gemm.bench.timing import time_after_memset, time_call
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    buf = torch.zeros(sms * 64, dtype=torch.int64, device="cuda")
+    print(f"\n{'case':28s} " + " ".join(f"{n + ' graph':>22s} {n + ' memset':>22s}" for n in mods))
+    for max_m, masked in CASES:
+        a, a_s, b, b_s, mm, c = p.grouped_inputs(max_m, masked)
+        row = []
+        for name, mod in mods.items():
+            fn = (lambda *x, mod=mod: mod.launch(*x, sms, buf)) if name.startswith("fused_ws_tl") else \
+                (lambda *x, mod=mod: mod.launch(*x, sms))
+            row.append(time_call(fn, [a, a_s, b, b_s, mm, c], 60 << 20, reps=20).median_us)
+            row.append(time_after_memset(lambda: fn(a, a_s, b, b_s, mm, c)))
+        print(f"{str((max_m, masked)):28s} " + " ".join(f"{v:22.2f}" for v in row))
+
+
+def timeline(tlmod, name):
+    flush = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"GPU {torch.cuda.get_device_name()} torch {torch.__version__}")
+    for max_m, masked in CASES:
+        a, a_s, b, b_s, mm, c = p.grouped_inputs(max_m, masked)
+        buf = torch.zeros(sms * 64, dtype=torch.int64, device="cuda")
+        for _ in range(5):
+            buf.zero_()
+            flush.fill_(1)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            tlmod.launch(a, a_s, b, b_s, mm, c, sms, buf)
+            end.record()
+            torch.cuda.synchronize()
+        t = buf.view(sms, 64).cpu()
+        work = t[:, 2] > 0
+        t0 = t[t > 0].min()
+        print(f"\n{name}: max_m {max_m} masked {masked}: {int(work.sum())} CTAs with work of {sms}; "
+              f"events {start.elapsed_time(end) * 1e3:.1f} us")
+        print(f"{'milestone':28s} {'min':>7s} {'median':>7s} {'max':>7s}  (us after the first stamp)")
+        for chain in (0, 1):  # a second chain's stamps sit 32 slots on (two-chain copies)
+            for slot, what in SLOTS.items():
+                col = t[work, slot + 32 * chain]
+                col = col[col > 0]
+                if len(col):
+                    us = (col - t0).double() / 1e3
+                    print(f"{chain} {what:26s} {us.min():7.2f} {us.median():7.2f} {us.max():7.2f}")
+
+
+if __name__ == "__main__":
+    main()
