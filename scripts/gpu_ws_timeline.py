@@ -3,9 +3,9 @@ partition of each CTA reaches its milestones, from %globaltimer stamps written b
 of the kernel beside fused_ws.py in the solution's folder (it imports from `.kernel`): the
 submitted kernel with a `tl_ptr` argument and stamps (`fused_ws_tl.py`), or run 60's two-chain
 kernel with them (`fused_ws_tl2.py`); docs/kernels/grouped_gemm.md, run 62. Both copies are
-kept at commit EXPERIMENT_COMMIT, not in the solution folder (its packed JSON holds every file
+kept at commit 2674455, not in the solution folder (its packed JSON holds every file
 there); restore one with
-  git show EXPERIMENT_COMMIT:solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/\
+  git show 2674455:solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/\
 triton_fp4_to_fp8_wgmma/fused_ws_tl.py > <that folder>/fused_ws_tl.py
 
 Each launch follows a 128 MiB write (L2 cold, as the harness's flush leaves it). Prints, per
