@@ -40,10 +40,47 @@ def main():
     names = sys.argv[1].split(",") if len(sys.argv) > 1 else ["fused_ws_tl"]
     mods = {name: load_solution(p.GR, "lowbit", "triton_fp4_to_fp8_wgmma", name) for name in names}
     for name, mod in mods.items():
-        if name.startswith("fused_ws_tl"):  # the copies with stamps
+        if getattr(mod, "TIMELINE_BLOCKS", False):
+            blocks(mod, name)
+        elif name.startswith("fused_ws_tl"):  # the copies with milestone stamps
             timeline(mod, name)
     if "--time" in sys.argv:
         times(mods)
+
+
+def stamps(mod, max_m, masked, slots):
+    """One launch after a 128 MiB write; the [CTAs, slots] stamps and which CTAs had work."""
+    flush = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    a, a_s, b, b_s, mm, c = p.grouped_inputs(max_m, masked)
+    buf = torch.zeros(sms * slots, dtype=torch.int64, device="cuda")
+    for _ in range(5):  # the first compiles; the last is kept
+        buf.zero_()
+        flush.fill_(1)
+        mod.launch(a, a_s, b, b_s, mm, c, sms, buf)
+        torch.cuda.synchronize()
+    return buf.view(sms, slots).cpu()
+
+
+def blocks(mod, name):
+    """A copy with TIMELINE_BLOCKS (run 65): per block of the first tile, the median over the
+    CTAs with work of when the loader had issued it, the decoder found it loaded, had decoded
+    it and the consumer released it, and the differences (load, decode, MMA)."""
+    for max_m, masked in CASES:
+        t = stamps(mod, max_m, masked, 128)
+        work = t[:, 0] > 0
+        t0 = t[t > 0].min()
+        us = (t[work].double() - t0) / 1e3
+        med = us.median(dim=0).values
+        print(f"\n{name}: max_m {max_m} masked {masked}, {int(work.sum())} CTAs with work; medians, us after "
+              f"the first stamp: masked_m read {med[64]:.2f}, c stored {med[65]:.2f}")
+        print("block  issued  loaded decoded released | load  decode  mma")
+        for kb in range(16):
+            i, l, d, r = (med[kb + 16 * e] for e in range(4))
+            lat = (us[:, 16 + kb] - us[:, kb]).median()
+            dec = (us[:, 32 + kb] - us[:, 16 + kb]).median()
+            mma = (us[:, 48 + kb] - us[:, 32 + kb]).median()
+            print(f"{kb:5d} {i:7.2f} {l:7.2f} {d:7.2f} {r:8.2f} | {lat:5.2f} {dec:6.2f} {mma:5.2f}")
 
 
 def times(mods):
@@ -51,7 +88,7 @@ def times(mods):
     128 MiB memset (the harness's flush), on the timeline's cases."""
     from lowbit_gemm.bench.timing import time_after_memset, time_call
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    buf = torch.zeros(sms * 64, dtype=torch.int64, device="cuda")
+    buf = torch.zeros(sms * 128, dtype=torch.int64, device="cuda")
     print(f"\n{'case':28s} " + " ".join(f"{n + ' graph':>22s} {n + ' memset':>22s}" for n in mods))
     for max_m, masked in CASES:
         a, a_s, b, b_s, mm, c = p.grouped_inputs(max_m, masked)
@@ -65,25 +102,12 @@ def times(mods):
 
 
 def timeline(tlmod, name):
-    flush = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"GPU {torch.cuda.get_device_name()} torch {torch.__version__}")
     for max_m, masked in CASES:
-        a, a_s, b, b_s, mm, c = p.grouped_inputs(max_m, masked)
-        buf = torch.zeros(sms * 64, dtype=torch.int64, device="cuda")
-        for _ in range(5):
-            buf.zero_()
-            flush.fill_(1)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            tlmod.launch(a, a_s, b, b_s, mm, c, sms, buf)
-            end.record()
-            torch.cuda.synchronize()
-        t = buf.view(sms, 64).cpu()
+        t = stamps(tlmod, max_m, masked, 64)
         work = t[:, 2] > 0
         t0 = t[t > 0].min()
-        print(f"\n{name}: max_m {max_m} masked {masked}: {int(work.sum())} CTAs with work of {sms}; "
-              f"events {start.elapsed_time(end) * 1e3:.1f} us")
+        print(f"\n{name}: max_m {max_m} masked {masked}: {int(work.sum())} CTAs with work of {sms}")
         print(f"{'milestone':28s} {'min':>7s} {'median':>7s} {'max':>7s}  (us after the first stamp)")
         for chain in (0, 1):  # a second chain's stamps sit 32 slots on (two-chain copies)
             for slot, what in SLOTS.items():

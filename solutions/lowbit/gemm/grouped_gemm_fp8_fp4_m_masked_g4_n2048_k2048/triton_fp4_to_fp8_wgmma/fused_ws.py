@@ -1,19 +1,22 @@
 """One launch for buckets of 17-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
 
-Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth and fourteenth
-sessions, runs 55-57 in docs/kernels/grouped_gemm.md). With at most 64 rows in a group its
+Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth, fourteenth and
+sixteenth sessions, runs 55-57 and 65 in docs/kernels/grouped_gemm.md). With at most 64 rows in a group its
 tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the two-pass path's
 decode pass, but never written back to memory as e4m3; and the decode overlaps the MMA inside
 each SM through warp specialisation instead of only across CTAs. A persistent CTA per SM has
-three partitions, synchronised only through per-stage mbarriers:
+three partitions, synchronised only through per-stage mbarriers (8 stages):
 
-- a loader warp: per 128-K block, by cp.async, A's tile (the group's BT token rows) and their
-  a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier ``loaded[s]``;
-  no TMA, as each TMA descriptor costs the host ~5-11 us to encode per launch, run 57);
-- a decoder (two warps, one weight row per thread): folds the row's four per-32 scales of the
-  block (kernel._fold_scales_2d's test), decodes its 16 words with kernel's prmt lookup into
-  the stage's swizzled e4m3 tile and writes the row's multiplier (-1 where the block does not
-  fold: raw codes then) and the block's flag (``decoded[s]``);
+- a loader (two warps): per 128-K block, by cp.async, A's tile (the group's BT token rows) and
+  their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
+  ``loaded[s]``; no TMA, as each TMA descriptor costs the host ~5-11 us to encode per launch,
+  run 57; one warp could not issue a 64-token block's 28 copies per thread faster than one
+  per ~0.5-0.8 us, run 65);
+- a decoder (four warps, two threads per weight row, 8 words each): folds the row's four
+  per-32 scales of the block (kernel._fold_scales_2d's test), decodes its words with kernel's
+  prmt lookup into the stage's swizzled e4m3 tile and writes the row's multiplier (-1 where
+  the block does not fold: raw codes then) and the block's flag (``decoded[s]``); with one
+  thread per row (two warps) it took ~0.4-0.5 us a block, which bound the pipeline (run 65);
 - a consumer warpgroup: acc[64 weight rows, BT tokens] += wgmma(Bdec, A^T) * (ref x a_scale),
   one K = 128 wgmma promoted in fp32 per block; a block with a row that does not fold takes
   four K = 32 wgmmas instead, each times that row's own per-32 scale (exact products); then
@@ -45,13 +48,16 @@ except ImportError:  # Triton without Gluon: the Triton kernels serve every call
 from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
 BW = 64        # weight rows per tile (the MMA's M), one per decoder thread
-STAGES = 4     # 128-K blocks in flight per CTA (8 measured within 0.5 us, run 56)
-# Registers: the launch's cap (4 + 2 + 1 warps), what setmaxnreg gives the decoder and the
-# loader; the consumer (Gluon's default partition) gets the rest.
-MAXNREG, DECODER_REGS, LOADER_REGS = 168, 128, 64
+STAGES = 8     # 128-K blocks in flight per CTA (4 with the narrower decoder and loader, runs 57-65)
+DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
+# Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the
+# decoder and the loader; the consumer (Gluon's default partition) gets the rest. ptxas
+# (Triton 3.6, sm_90a) reports no spill at 16, 32 or 64 tokens.
+MAXNREG, DECODER_REGS, LOADER_REGS = 160, 112, 80
 
 if HAVE_GLUON:
     _BW, _DECODER_REGS, _LOADER_REGS = gl.constexpr(BW), gl.constexpr(DECODER_REGS), gl.constexpr(LOADER_REGS)
+    _DW, _LW = gl.constexpr(DECODER_WARPS), gl.constexpr(LOADER_WARPS)
     # Shared-memory layouts of a stage's packed words [BW, 16] and scales [BW, 4] (what TMA
     # boxes of those shapes would use: rows of 16-byte chunks, swizzled where rows allow).
     _W_LAYOUT = gl.constexpr(gl.NVMMASharedLayout.get_default_for([BW, 16], gl.int32))
@@ -92,11 +98,11 @@ if HAVE_GLUON:
         BW: gl.constexpr = bw_bufs.type.shape[1]
         KB = K // 128
         # Everything by cp.async, no TMA: a TMA descriptor costs the host ~5-11 us to encode
-        # per launch (run 57). Per thread and block: BT / 4 16-byte copies of A, 8 of B's
-        # packed words, 2 of its scales, BT / 32 4-byte copies of a_scale.
-        al: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [1, 1], [1, 0])
-        wl: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [1, 1], [1, 0])
-        sl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [1, 1], [1, 0])
+        # per launch (run 57). Per thread and block (two warps): BT / 8 16-byte copies of A, 4
+        # of B's packed words, 1 of its scales, a 4-byte copy of a_scale per token.
+        al: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [_LW, 1], [1, 0])
+        wl: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [_LW, 1], [1, 0])
+        sl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [_LW, 1], [1, 0])
         w_row = gl.arange(0, BW, layout=gl.SliceLayout(1, wl))[:, None]
         w_col = gl.arange(0, 16, layout=gl.SliceLayout(0, wl))[None, :]
         s_row = gl.arange(0, BW, layout=gl.SliceLayout(1, sl))[:, None]
@@ -106,7 +112,7 @@ if HAVE_GLUON:
         # a_scale of the tile's BT tokens for one block: a 4-byte copy per token (a column of
         # a_scale [g * max_m, KB]), so that the consumer's promotion reads shared memory
         # instead of waiting on a global load one block ahead (~1.6 us at 64 tokens, run 56d).
-        tok = gl.arange(0, BT, layout=gl.BlockedLayout([1], [32], [1], [0]))
+        tok = gl.arange(0, BT, layout=gl.BlockedLayout([1], [32], [_LW], [0]))
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
             g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
@@ -132,7 +138,7 @@ if HAVE_GLUON:
                     _cp_async(bs_bufs.index(s), s_src + kb * 4)
                     _cp_async(as_bufs.index(s), as_src + kb, mask=in_bucket)
                     # One arrival per loader thread once its copies have landed (the barrier
-                    # counts 32).
+                    # counts all the loader's threads).
                     async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
                     it += 1
 
@@ -140,10 +146,10 @@ if HAVE_GLUON:
     def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
                  STAGES: gl.constexpr, BT: gl.constexpr):
         BW: gl.constexpr = bw_bufs.type.shape[1]
-        DW: gl.constexpr = BW // 32
-        # One weight row per thread: its 16 words, its 4 scales (the same layout on [BW, 4])
-        # and its 32 output words stay in the thread, so the fold needs no shuffles.
-        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [DW, 1], [1, 0])
+        DW: gl.constexpr = _DW
+        # Two threads per weight row: each 8 of its 16 words (two 32-groups) and all 4 of its
+        # scales (the same layout on [BW, 4], replicated), so the fold needs no shuffles.
+        rowl: gl.constexpr = gl.BlockedLayout([1, 8], [32, 1], [DW // 2, 2], [1, 0])
         flagl: gl.constexpr = gl.BlockedLayout([1], [32], [DW], [0])
         col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
@@ -167,10 +173,19 @@ if HAVE_GLUON:
                     d1 = gl.sum(gl.where(col4 == 1, dexp, 0), axis=1)[:, None]
                     d2 = gl.sum(gl.where(col4 == 2, dexp, 0), axis=1)[:, None]
                     d3 = gl.sum(gl.where(col4 == 3, dexp, 0), axis=1)[:, None]
-                    d = gl.where(col16 == 0, d0, gl.where(col16 == 1, d1, gl.where(col16 == 2, d2, d3)))
+                    # The two byte tables per 32-group, made once per group and then placed by
+                    # column (the selects fold: each register's column is known), not per word.
+                    lut0 = gl.where(col16 == 0, 0x3C383000 + d0 * 0x01010100,
+                                    gl.where(col16 == 1, 0x3C383000 + d1 * 0x01010100,
+                                             gl.where(col16 == 2, 0x3C383000 + d2 * 0x01010100,
+                                                      0x3C383000 + d3 * 0x01010100)))
+                    lut1 = gl.where(col16 == 0, 0x4C484440 + d0 * 0x01010101,
+                                    gl.where(col16 == 1, 0x4C484440 + d1 * 0x01010101,
+                                             gl.where(col16 == 2, 0x4C484440 + d2 * 0x01010101,
+                                                      0x4C484440 + d3 * 0x01010101)))
                     # The prmt lookup (inline PTX: this kernel runs on NVIDIA GPUs only).
                     lo, hi = gl.inline_asm_elementwise(
-                        _PRMT, "=r,=r,r,r,r", [w, 0x3C383000 + d * 0x01010100, 0x4C484440 + d * 0x01010101],
+                        _PRMT, "=r,=r,r,r,r", [w, lut0, lut1],
                         dtype=(gl.int32, gl.int32), is_pure=True, pack=1)
                     qw_bufs.index(s).store(gl.reshape(gl.join(lo, hi), [BW, 32]))
                     ref_bufs.index(s).store(gl.where(ok, bmax.to(gl.float32, bitcast=True) * 0.015625, -1.0))
@@ -260,7 +275,7 @@ if HAVE_GLUON:
         decoded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(STAGES):
-            mbarrier.init(loaded.index(i), count=32)  # the loader warp's threads
+            mbarrier.init(loaded.index(i), count=32 * _LW)  # the loader warps' threads
             mbarrier.init(decoded.index(i), count=1)
             mbarrier.init(empty.index(i), count=1)
         gl.warp_specialize([
@@ -270,7 +285,7 @@ if HAVE_GLUON:
                         STAGES, BT)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
                        N, K, NT, TILES, STAGES)),
-        ], [BW // 32, 1], [_DECODER_REGS, _LOADER_REGS])
+        ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
 
 
 def token_tile(max_m) -> int:

@@ -29,7 +29,7 @@ ONE_PASS = True
 # token tile of 64) are expected per group, sm_90 only (wgmma); see choose_config. False keeps
 # the Triton kernels everywhere (for A/B runs).
 WS = True
-WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 17, 128, 64
+WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 16, 128, 64
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -111,20 +111,22 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     kernel, in blocks per program for the decode pass (_decode_kb). ws: the caller can run
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
-    Thirteenth and fourteenth sessions (runs 56-57): on sm_90, buckets of 17-128 rows with
-    at most 64 expected per group take fused_ws_kernel, one warp-specialised launch (a
-    cp.async loader warp, decoder warps, one wgmma consumer; each B tile decoded once, never
-    written back), except 17-32-row buckets with at most 16 rows expected, which keep the
-    one-pass kernel's 16-token tiles. H200 GPU us, the Triton kernels / fused_ws (run 57d):
+    Thirteenth, fourteenth and sixteenth sessions (runs 56-57, 65): on sm_90, buckets of
+    16-128 rows with at most 64 expected per group take fused_ws_kernel, one warp-specialised
+    launch (cp.async loader warps, decoder warps, one wgmma consumer; each B tile decoded
+    once, never written back), except 17-32-row buckets with at most 16 rows expected, which
+    keep the one-pass kernel's 16-token tiles. Run 65c (its 4-warp decoder, 2 loader warps, 8
+    stages), H200 GPU us, run() before / fused_ws: max_m 16 with ~10 rows (the one-pass
+    kernel) 11.5 / 10.7, 32 12.1 / 11.6, 64 with ~20 rows 13.6 / 13.2, 128 with ~25 rows 14.4
+    / 13.9; at max_m 1 the one-pass kernel stays (10.2 / 10.4). Before run 65: H200 GPU us, the Triton kernels / fused_ws (run 57d):
     max_m 32 with ~24 rows 15.0 / 11.9, 48 with 12-48 rows 20.4 / 13.2, 64 with ~20 rows
     16.5 / 13.4, 128 with ~25 rows 16.7 / 14.0, the harness's wide scales at 128 47.1 / 19.1
     (four K = 32 wgmmas per block that does not fold, against the exact loop). Host time
     until run() returns: fused_ws encodes no TMA descriptor, 13.1-14.1 us at 32-64 rows, the
     one-pass kernel 13.9 at 16 (run 57d; at 32 the split one-pass kernel's memset made it
     44.2 against fused_ws's 31.4 with one descriptor, run 57b). Not at max_m 1 (GPU 10.2 /
-    11.0); at 16 fused_ws was 0.3 us faster (11.5 / 11.2) with equal host time in run 57d,
-    not yet switched. Not where a group is expected past 64 rows (a second token tile
-    decodes B again).
+    11.0); at 16 fused_ws was 0.3 us faster (11.5 / 11.2) with equal host time in run 57d.
+    Not where a group is expected past 64 rows (a second token tile decodes B again).
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
     G-H, 2026-11-30): most shapes are fastest with two passes (decode B to e4m3 once per
@@ -174,8 +176,11 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
     maxnreg = 0
+    # 17-32-row buckets with at most 16 rows expected keep the one-pass kernel's 16-token tiles
+    # (not measured against fused_ws since its run-65 decoder).
+    few_in_small = 16 < max_m <= 32 and rows <= 16
     if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M and rows <= WS_MAX_ROWS \
-            and (max_m > 32 or rows > 16):
+            and not few_in_small:
         return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=4, ws=True)
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32
