@@ -345,7 +345,10 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     (48, [48, 17, 0, 60], "adversarial", 30), (64, [8, 17, 32, 24], "wide30", 22), (20, [20, 3, -1, 19], "spread", 10),
     # fused_ws_kernel on 65-128-row buckets (fourteenth session): groups past the first token
     # tile (B decoded again there), one past max_m, one negative; a bucket of no tile multiple.
-    (128, [64, 3, -1, 200], "adversarial", 40), (100, [100, 37, 65, 0], "spread", 50)]
+    (128, [64, 3, -1, 200], "adversarial", 40), (100, [100, 37, 65, 0], "spread", 50),
+    # Sixteenth session (run 65): fused_ws_kernel from 8-row buckets (the 16-row case above
+    # moved to it too), the one-pass kernel below.
+    (12, [12, 7, -3, 30], "nonpow2", 6), (5, [5, 2, 0, 9], "adversarial", 4)]
 
 
 def validate_mode():

@@ -29,7 +29,7 @@ ONE_PASS = True
 # token tile of 64) are expected per group, sm_90 only (wgmma); see choose_config. False keeps
 # the Triton kernels everywhere (for A/B runs).
 WS = True
-WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 16, 128, 64
+WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 8, 128, 64
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -112,13 +112,15 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
     Thirteenth, fourteenth and sixteenth sessions (runs 56-57, 65): on sm_90, buckets of
-    16-128 rows with at most 64 expected per group take fused_ws_kernel, one warp-specialised
+    8-128 rows with at most 64 expected per group take fused_ws_kernel, one warp-specialised
     launch (cp.async loader warps, decoder warps, one wgmma consumer; each B tile decoded
     once, never written back), except 17-32-row buckets with at most 16 rows expected, which
     keep the one-pass kernel's 16-token tiles. Run 65c (its 4-warp decoder, 2 loader warps, 8
     stages), H200 GPU us, run() before / fused_ws: max_m 16 with ~10 rows (the one-pass
     kernel) 11.5 / 10.7, 32 12.1 / 11.6, 64 with ~20 rows 13.6 / 13.2, 128 with ~25 rows 14.4
-    / 13.9; at max_m 1 the one-pass kernel stays (10.2 / 10.4). Before run 65: H200 GPU us, the Triton kernels / fused_ws (run 57d):
+    / 13.9; run 65d: max_m 8 with ~6 rows 11.4 (the one-pass kernel) / 10.5, max_m 1 10.0-10.4
+    / 10.3, so buckets under 8 rows (not measured between 1 and 8) keep the one-pass kernel.
+    Before run 65: H200 GPU us, the Triton kernels / fused_ws (run 57d):
     max_m 32 with ~24 rows 15.0 / 11.9, 48 with 12-48 rows 20.4 / 13.2, 64 with ~20 rows
     16.5 / 13.4, 128 with ~25 rows 16.7 / 14.0, the harness's wide scales at 128 47.1 / 19.1
     (four K = 32 wgmmas per block that does not fold, against the exact loop). Host time
