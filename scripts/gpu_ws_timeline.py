@@ -1,12 +1,14 @@
-"""Timeline of fused_ws_kernel inside one launch (sixteenth session, run 62): when each
+"""Timeline of fused_ws_kernel inside one launch (sixteenth session, runs 62 and 65): when each
 partition of each CTA reaches its milestones, from %globaltimer stamps written by a probe copy
 of the kernel beside fused_ws.py in the solution's folder (it imports from `.kernel`): the
-submitted kernel with a `tl_ptr` argument and stamps (`fused_ws_tl.py`), or run 60's two-chain
-kernel with them (`fused_ws_tl2.py`); docs/kernels/grouped_gemm.md, run 62. Both copies are
-kept at commit 2674455, not in the solution folder (its packed JSON holds every file
-there); restore one with
-  git show 2674455:solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/\
-triton_fp4_to_fp8_wgmma/fused_ws_tl.py > <that folder>/fused_ws_tl.py
+kernel of commit f01e1bd with a `tl_ptr` argument and milestone stamps (`fused_ws_tl.py`), or
+run 60's two-chain kernel with them (`fused_ws_tl2.py`), both kept at commit 2674455 (run 62);
+or a copy with a stamp per block and partition and TIMELINE_BLOCKS = True (`fused_ws_tlb4.py`,
+`fused_ws_tlb8.py`: the kernel of f01e1bd with 4 or 8 stages; `fused_ws_tlbd4.py`: with run
+65's 4-warp decoder), kept at commit 4bc1fc2 (run 65). None is in the solution folder (its
+packed JSON holds every file there); restore one with
+  git show 4bc1fc2:solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/\
+triton_fp4_to_fp8_wgmma/fused_ws_tlb8.py > <that folder>/fused_ws_tlb8.py
 
 Each launch follows a 128 MiB write (L2 cold, as the harness's flush leaves it). Prints, per
 milestone, the min / median / max over the CTAs with work of (stamp - the launch's first
