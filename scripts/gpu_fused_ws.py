@@ -60,7 +60,8 @@ CHECKS = [  # max_m, masked_m, scales
     (128, [64, 3, -1, 65], "adversarial"),
 ]
 WORKLOADS = [("m1", 1, [1, 1, 1, 1], 1), ("m8", 8, [8, 5, 2, 7], 6), ("m16", 16, [8, 16, 3, 12], 10),
-             ("m32", 32, [20, 32, 17, 25], 24), ("m48", 48, [30, 48, 12, 40], 32)] + [w for w in gg.WORKLOADS if w[0] in ("m64dec", "m64peer", "m128dec")]
+             ("m32", 32, [20, 32, 17, 25], 24), ("m48", 48, [30, 48, 12, 40], 32)] + \
+    [w for w in gg.WORKLOADS if w[0] in ("m64dec", "m64peer", "m128dec")]
 WIDE_WORKLOADS = [("m128wide30", 128, [20, 28, 16, 24], 26, "wide30"), ("m128wide", 128, [20, 28, 16, 24], 26, "wide")]
 
 

@@ -1,11 +1,12 @@
-"""One launch for buckets of 17-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
+"""One launch for buckets of 8-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
 
 Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth, fourteenth and
-sixteenth sessions, runs 55-57 and 65 in docs/kernels/grouped_gemm.md). With at most 64 rows in a group its
-tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the two-pass path's
-decode pass, but never written back to memory as e4m3; and the decode overlaps the MMA inside
-each SM through warp specialisation instead of only across CTAs. A persistent CTA per SM has
-three partitions, synchronised only through per-stage mbarriers (8 stages):
+sixteenth sessions, runs 55-57 and 65 in docs/kernels/grouped_gemm.md). With at most 64 rows
+in a group its tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the
+two-pass path's decode pass, but never written back to memory as e4m3; and the decode
+overlaps the MMA inside each SM through warp specialisation instead of only across CTAs. A
+persistent CTA per SM has three partitions, synchronised only through per-stage mbarriers (8
+stages):
 
 - a loader (two warps): per 128-K block, by cp.async, A's tile (the group's BT token rows) and
   their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
@@ -47,7 +48,7 @@ except ImportError:  # Triton without Gluon: the Triton kernels serve every call
 # prmt decode, so that both paths fold and decode alike.
 from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
-BW = 64        # weight rows per tile (the MMA's M), one per decoder thread
+BW = 64        # weight rows per tile (the MMA's M), two decoder threads each
 STAGES = 8     # 128-K blocks in flight per CTA (4 with the narrower decoder and loader, runs 57-65)
 DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
 # Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the

@@ -73,8 +73,9 @@ class Config:
                            # (kernel._tile_of_program for the tile kernel)
     zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
     ws: bool = False       # fused_ws_kernel (Gluon, sm_90): the warp-specialised one-launch kernel
-                           # for 17-128-row buckets; its tiles follow from max_m (fused_ws.token_tile,
-                           # fused_ws.BW), BM and BN only record them
+                           # for 8-128-row buckets; its tiles and stages follow from max_m
+                           # (fused_ws.token_tile, fused_ws.BW, fused_ws.STAGES): BM, BN and
+                           # num_stages only record them
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -183,7 +184,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     few_in_small = 16 < max_m <= 32 and rows <= 16
     if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M and rows <= WS_MAX_ROWS \
             and not few_in_small:
-        return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=4, ws=True)
+        return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=8, ws=True)
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32
         bm = 16 if small_bucket and rows <= 16 else 32
