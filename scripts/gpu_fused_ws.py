@@ -12,7 +12,7 @@ thirteenth and fourteenth sessions) launched directly, at bucket sizes inside an
 --prev MODULE[,MODULE...]: also each MODULE (a copy of fused_ws.py in the solution's folder,
 e.g. an earlier commit's, with the same launch() signature) in every check and timing.
 --old DIR: also the host time of DIR's run() (a copy of the whole solution folder, e.g. an
-earlier commit's), beside this one's.
+earlier commit's), beside this one's. --no-host: skip the host times (part 3).
 
 A deadlocked pipeline would hang the GPU: the script exits after WATCHDOG_S seconds.
 Run from the repository root: python3 scripts/gpu_fused_ws.py [--prev fused_ws_prev] [--old DIR]
@@ -44,7 +44,7 @@ for name in PREV:
 OLD = load_solution_folder(os.path.abspath(sys.argv[sys.argv.index("--old") + 1]), "old_grouped") \
     if "--old" in sys.argv else None
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
-WATCHDOG_S = 240
+WATCHDOG_S = int(os.environ.get("WATCHDOG_S", "240"))  # longer for many --prev modules
 
 CHECKS = [  # max_m, masked_m, scales
     (1, [1, 1, 0, -3], "ue8m0"),
@@ -127,11 +127,11 @@ def main():
             row[kname] = time_call(fused_fn_of(mod), args, gg.L2, reps=20).median_us
         rows.append((wname, row))
         print(f"time {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
-    hosts = host_times()
+    hosts = host_times() if "--no-host" not in sys.argv else []
     faulthandler.cancel_dump_traceback_later()
     print(f"\nH200, torch {torch.__version__}, triton {gg.triton.__version__}; GPU us, graph replay, L2 cold, median")
     print(f"checks failed: {bad} of {len(CHECKS) * len(KERNELS)}")
-    for table in (rows, hosts):
+    for table in [t for t in (rows, hosts) if t]:
         cols = list(table[0][1])
         print(f"{'workload':10s} " + " ".join(f"{c:>22s}" for c in cols))
         for wname, row in table:

@@ -204,7 +204,11 @@ if HAVE_GLUON:
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
             g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
             if not work:
-                it += _speculated(t, mt, K // 128, STAGES)
+                # The speculated blocks of a tile without rows: not decoded, but their phases
+                # of `decoded` completed, so that the consumer's count of phases stays right.
+                for kb in range(_speculated(t, mt, K // 128, STAGES)):
+                    mbarrier.arrive(decoded.index(it % STAGES), count=1)
+                    it += 1
             else:
                 for kb in range(K // 128):
                     s = it % STAGES
