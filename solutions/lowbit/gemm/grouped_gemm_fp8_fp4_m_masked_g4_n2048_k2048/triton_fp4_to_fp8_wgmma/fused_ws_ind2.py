@@ -181,13 +181,11 @@ if HAVE_GLUON:
                         async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
                         it += 1
                 else:
-                    # No rows: the speculated stages go back empty once their copies landed
-                    # (the decoder and the consumer skip them, counting them alike).
-                    for kb in range(spec):
-                        s = it % STAGES
-                        mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
-                        mbarrier.arrive(empty.index(s), count=1)
-                        it += 1
+                    # No rows: the speculated stages still go round the ring (the decoder and
+                    # the consumer pass them on undecoded), so that every partition sees every
+                    # phase of every barrier: a wait for a later phase of a barrier whose
+                    # current phase has not completed would return at once (parity aliasing).
+                    it += spec
 
     @gluon.jit
     def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
@@ -204,9 +202,9 @@ if HAVE_GLUON:
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
             g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
             if not work:
-                # The speculated blocks of a tile without rows: not decoded, but their phases
-                # of `decoded` completed, so that the consumer's count of phases stays right.
+                # The speculated blocks of a tile without rows: passed on undecoded.
                 for kb in range(_speculated(t, mt, K // 128, STAGES)):
+                    mbarrier.wait(loaded.index(it % STAGES), (it // STAGES) & 1)
                     mbarrier.arrive(decoded.index(it % STAGES), count=1)
                     it += 1
             else:
@@ -268,7 +266,11 @@ if HAVE_GLUON:
             offs_t = mt * BT + gl.arange(0, BT, layout=gl.SliceLayout(0, mma))
             acc = gl.zeros([BW, BT], gl.float32, mma)
             if not work:
-                it += _speculated(t, mt, KB, STAGES)
+                # The speculated blocks of a tile without rows: handed back unused.
+                for kb in range(_speculated(t, mt, KB, STAGES)):
+                    mbarrier.wait(decoded.index(it % STAGES), (it // STAGES) & 1)
+                    mbarrier.arrive(empty.index(it % STAGES), count=1)
+                    it += 1
             else:
                 t_mma = gl.zeros([BW, BT], gl.float32, mma)
                 for kb in range(KB):
