@@ -46,7 +46,7 @@ OLD = load_solution_folder(os.path.abspath(sys.argv[sys.argv.index("--old") + 1]
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
 WATCHDOG_S = int(os.environ.get("WATCHDOG_S", "240"))  # longer for many --prev modules
 
-CHECKS = [  # max_m, masked_m, scales
+CHECKS = [  # max_m, masked_m, scales[, masked_m's dtype (int32 otherwise)]
     (1, [1, 1, 0, -3], "ue8m0"),
     (8, [8, 5, -2, 9], "adversarial"),
     (16, [16, 3, 0, 20], "ue8m0"),
@@ -58,6 +58,10 @@ CHECKS = [  # max_m, masked_m, scales
     (128, [64, 90, 40, 128], "ue8m0"),
     (128, [20, 28, 16, 24], "wide30"),
     (128, [64, 3, -1, 65], "adversarial"),
+    # A CTA's first tile without rows (its speculated stages passed round unused), then a tile
+    # with rows (run 68); masked_m as int64 too.
+    (128, [0, 90, -5, 128], "ue8m0"),
+    (100, [0, 0, 0, 70], "ue8m0", torch.int64),
 ]
 WORKLOADS = [("m1", 1, [1, 1, 1, 1], 1), ("m8", 8, [8, 5, 2, 7], 6), ("m16", 16, [8, 16, 3, 12], 10),
              ("m32", 32, [20, 32, 17, 25], 24), ("m48", 48, [30, 48, 12, 40], 32)] + \
@@ -102,8 +106,9 @@ def main():
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     cap = torch.cuda.get_device_capability()
     bad = 0
-    for i, (max_m, masked, sc) in enumerate(CHECKS):
+    for i, (max_m, masked, sc, *mm_dtype) in enumerate(CHECKS):
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=50 + i, scales=sc)
+        mm = mm.to(*mm_dtype)
         want = gg.oracle64(a, a_s, b, b_s, mm).cpu()
         for kname, mod in KERNELS.items():
             c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)

@@ -28,7 +28,9 @@ its B tiles again per token tile); heuristics.choose_config says where it is use
 (token tile, group, 64 weight rows), token-tile-major, so that where no group passes the first
 token tile the tiles with work come first, one per CTA; a tile whose tokens all lie at or past
 clamp(masked_m[g], 0, max_m) only stores zeros (every partition reads masked_m on the device
-and skips it alike, so nothing waits on the host). Gluon has no interpreter and no portable
+and skips it alike, so nothing waits on the host). The loader issues the first SPEC blocks of a
+CTA's first tile before masked_m is back from memory (~0.3 us earlier, run 68); where that tile
+has no rows they go round the ring unused. Gluon has no interpreter and no portable
 lowering: main.py takes this path only on sm_90 with a Triton that has Gluon (HAVE_GLUON) and
 16-byte aligned tensors; the Triton kernels serve every other call.
 """
@@ -50,6 +52,7 @@ from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
 BW = 64        # weight rows per tile (the MMA's M), two decoder threads each
 STAGES = 8     # 128-K blocks in flight per CTA (4 with the narrower decoder and loader, runs 57-65)
+SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (at most STAGES; run 68)
 DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
 # Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the
 # decoder and the loader; the consumer (Gluon's default partition) gets the rest. ptxas
@@ -59,6 +62,7 @@ MAXNREG, DECODER_REGS, LOADER_REGS = 160, 112, 80
 if HAVE_GLUON:
     _BW, _DECODER_REGS, _LOADER_REGS = gl.constexpr(BW), gl.constexpr(DECODER_REGS), gl.constexpr(LOADER_REGS)
     _DW, _LW = gl.constexpr(DECODER_WARPS), gl.constexpr(LOADER_WARPS)
+    _SPEC = gl.constexpr(SPEC)
     # Shared-memory layouts of a stage's packed words [BW, 16] and scales [BW, 4] (what TMA
     # boxes of those shapes would use: rows of 16-byte chunks, swizzled where rows allow).
     _W_LAYOUT = gl.constexpr(gl.NVMMASharedLayout.get_default_for([BW, 16], gl.int32))
@@ -85,12 +89,42 @@ if HAVE_GLUON:
         token tile comes before any second one, so where the groups have at most BT rows
         the tiles with work are the first G x NT, one per CTA, and the zero-only tiles the
         rest (group-major, a CTA could get two tiles with work while others got none)."""
+        g, mt, nt, masked = _coords(t, mm_ptr, MAX_M, NT, TILES, BT)
+        rows = _rows(masked, MAX_M)
+        return g, mt, nt, mt * BT < rows, rows
+
+    @gluon.jit
+    def _coords(t, mm_ptr, MAX_M, NT, TILES, BT: gl.constexpr):
+        """_tile's coordinates and masked_m[g] as loaded (the load in flight until used)."""
         per_token_tile = TILES // gl.cdiv(MAX_M, BT)  # G x NT
         mt = t // per_token_tile
         r = t % per_token_tile
         g = r // NT
-        rows = gl.minimum(gl.maximum(gl.load(mm_ptr + g).to(gl.int32), 0), MAX_M)
-        return g, mt, r % NT, mt * BT < rows, rows
+        return g, mt, r % NT, gl.load(mm_ptr + g)
+
+    @gluon.jit
+    def _rows(masked, MAX_M):
+        """Rows of a group: clamp(masked_m, 0, max_m)."""
+        return gl.minimum(gl.maximum(masked.to(gl.int32), 0), MAX_M)
+
+    @gluon.jit
+    def _used_here(masked):
+        """masked_m as loaded, through a move that is not pure: the compiler would otherwise
+        clamp it, and so wait for it, above the speculated copies (int32 or int64 alike)."""
+        if masked.dtype.primitive_bitwidth == 64:
+            return gl.inline_asm_elementwise("mov.b64 $0, $1;", "=l,l", [masked], dtype=gl.int64, is_pure=False,
+                                             pack=1)
+        else:
+            return gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [masked], dtype=gl.int32, is_pure=False,
+                                             pack=1)
+
+    @gluon.jit
+    def _speculated(t, mt, KB, STAGES: gl.constexpr):
+        """Blocks the loader issues before it knows whether tile t has rows: the first
+        min(SPEC, KB) of a CTA's first tile, if it is a first token tile (later tiles wait for
+        stages that come back only after masked_m is known anyway)."""
+        first = (t == gl.program_id(0)) & (mt == 0)
+        return gl.where(first, gl.minimum(KB, _SPEC), 0)
 
     @gluon.jit
     def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M, N,
@@ -116,21 +150,38 @@ if HAVE_GLUON:
         tok = gl.arange(0, BT, layout=gl.BlockedLayout([1], [32], [_LW], [0]))
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
-            g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
-            if work:
-                a_row = g * MAX_M + mt * BT
-                b_row = g * N + nt * BW
-                # Rows past the group's bucket are zero-filled (their columns of c are stored
-                # as zeros). Row strides as 16 and 4 x KB: the compiler then sees 16-byte
-                # aligned rows (b_fp4's bytes read as int32 words).
-                a_src = a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col
-                a_in = mt * BT + a_tok < MAX_M
-                w_words = w_ptr.to(gl.pointer_type(gl.int32), bitcast=True)
-                w_src = w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col
-                s_src = bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col
-                as_src = as_ptr + (a_row + tok).to(gl.int64) * KB
-                in_bucket = mt * BT + tok < MAX_M
-                for kb in range(KB):
+            g, mt, nt, masked = _coords(t, mm_ptr, MAX_M, NT, TILES, BT)
+            spec = _speculated(t, mt, KB, STAGES)
+            a_row = g * MAX_M + mt * BT
+            b_row = g * N + nt * BW
+            # Rows past the group's bucket are zero-filled (their columns of c are stored
+            # as zeros). Row strides as 16 and 4 x KB: the compiler then sees 16-byte
+            # aligned rows (b_fp4's bytes read as int32 words).
+            a_src = a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col
+            a_in = mt * BT + a_tok < MAX_M
+            w_words = w_ptr.to(gl.pointer_type(gl.int32), bitcast=True)
+            w_src = w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col
+            s_src = bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col
+            as_src = as_ptr + (a_row + tok).to(gl.int64) * KB
+            in_bucket = mt * BT + tok < MAX_M
+            # The first blocks go out before masked_m is back (~0.5 us from DRAM): none
+            # of their addresses depends on it.
+            for kb in range(spec):
+                s = (it + kb) % STAGES
+                mbarrier.wait(empty.index(s), (((it + kb) // STAGES) & 1) ^ 1)
+                _cp_async(a_bufs.index(s), a_src + kb * 128, mask=a_in)
+                _cp_async(bw_bufs.index(s), w_src + kb * 16)
+                _cp_async(bs_bufs.index(s), s_src + kb * 4)
+                _cp_async(as_bufs.index(s), as_src + kb, mask=in_bucket)
+                async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
+            masked = _used_here(masked)
+            # A tile without rows passes its speculated stages round the ring all the same (the
+            # decoder and the consumer hand them on undecoded), so that every partition waits
+            # for every phase of every barrier: a wait for a phase after one that has not yet
+            # completed would return at once (the parity aliases; run 68's first attempts hung).
+            it += spec
+            if mt * BT < _rows(masked, MAX_M):
+                for kb in range(spec, KB):
                     s = it % STAGES
                     # A fresh barrier counts as having completed the phase before 0.
                     mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
@@ -157,7 +208,13 @@ if HAVE_GLUON:
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
             g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
-            if work:
+            if not work:
+                # The speculated blocks of a tile without rows: passed on undecoded.
+                for kb in range(_speculated(t, mt, K // 128, STAGES)):
+                    mbarrier.wait(loaded.index(it % STAGES), (it // STAGES) & 1)
+                    mbarrier.arrive(decoded.index(it % STAGES), count=1)
+                    it += 1
+            else:
                 for kb in range(K // 128):
                     s = it % STAGES
                     mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
@@ -215,7 +272,13 @@ if HAVE_GLUON:
             offs_w = nt * BW + gl.arange(0, BW, layout=gl.SliceLayout(1, mma))
             offs_t = mt * BT + gl.arange(0, BT, layout=gl.SliceLayout(0, mma))
             acc = gl.zeros([BW, BT], gl.float32, mma)
-            if work:
+            if not work:
+                # The speculated blocks of a tile without rows: handed back unused.
+                for kb in range(_speculated(t, mt, KB, STAGES)):
+                    mbarrier.wait(decoded.index(it % STAGES), (it // STAGES) & 1)
+                    mbarrier.arrive(empty.index(it % STAGES), count=1)
+                    it += 1
+            else:
                 t_mma = gl.zeros([BW, BT], gl.float32, mma)
                 for kb in range(KB):
                     s = it % STAGES
