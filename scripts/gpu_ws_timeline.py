@@ -5,7 +5,9 @@ kernel of commit f01e1bd with a `tl_ptr` argument and milestone stamps (`fused_w
 run 60's two-chain kernel with them (`fused_ws_tl2.py`), both kept at commit 2674455 (run 62);
 or a copy with a stamp per block and partition and TIMELINE_BLOCKS = True (`fused_ws_tlb4.py`,
 `fused_ws_tlb8.py`: the kernel of f01e1bd with 4 or 8 stages; `fused_ws_tlbd4.py`: with run
-65's 4-warp decoder), kept at commit 4bc1fc2 (run 65). None is in the solution folder (its
+65's 4-warp decoder), kept at commit 4bc1fc2 (run 65); `fused_ws_tlb.py`, the seventeenth
+session's submitted kernel with those stamps and TIMELINE_READY (the consumer's stamp when it
+finds a block decoded, slots 80-95), kept at the commit of run 73. None is in the solution folder (its
 packed JSON holds every file there); restore one with
   git show 4bc1fc2:solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/\
 triton_fp4_to_fp8_wgmma/fused_ws_tlb8.py > <that folder>/fused_ws_tlb8.py
@@ -81,13 +83,19 @@ def blocks(mod, name):
         med = us.median(dim=0).values
         print(f"\n{name}: max_m {max_m} masked {masked}, {int(work.sum())} CTAs with work; medians, us after "
               f"the first stamp: masked_m read {med[64]:.2f}, c stored {med[65]:.2f}")
-        print("block  issued  loaded decoded released | load  decode  mma")
+        ready = getattr(mod, "TIMELINE_READY", False)  # slots 80-95: the consumer found it decoded
+        print("block  issued  loaded decoded" + ("   ready" if ready else "") + " released | load  decode  mma"
+              + ("  (wait  own)" if ready else ""))
         for kb in range(16):
             i, l, d, r = (med[kb + 16 * e] for e in range(4))
             lat = (us[:, 16 + kb] - us[:, kb]).median()
             dec = (us[:, 32 + kb] - us[:, 16 + kb]).median()
             mma = (us[:, 48 + kb] - us[:, 32 + kb]).median()
-            print(f"{kb:5d} {i:7.2f} {l:7.2f} {d:7.2f} {r:8.2f} | {lat:5.2f} {dec:6.2f} {mma:5.2f}")
+            line = f"{kb:5d} {i:7.2f} {l:7.2f} {d:7.2f}" + (f" {med[80 + kb]:7.2f}" if ready else "")
+            line += f" {r:8.2f} | {lat:5.2f} {dec:6.2f} {mma:5.2f}"
+            if ready:  # the MMA column split: waiting for the consumer, then its own block
+                line += f"  ({(us[:, 80 + kb] - us[:, 32 + kb]).median():5.2f} {(us[:, 48 + kb] - us[:, 80 + kb]).median():5.2f})"
+            print(line)
 
 
 def times(mods):
