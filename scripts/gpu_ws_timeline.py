@@ -78,8 +78,19 @@ def blocks(mod, name):
     for max_m, masked in CASES:
         t = stamps(mod, max_m, masked, 128)
         work = t[:, 0] > 0
-        t0 = t[t > 0].min()
-        us = (t[work].double() - t0) / 1e3
+        if getattr(mod, "TIMELINE_CLOCK", False):
+            # %clock64 cycles, per SM (not comparable across SMs): each CTA from its own first
+            # stamp, at its own clock rate (cycles between slots 66 and 65 over the ns between
+            # the %globaltimer stamps 96 and 97 beside them).
+            tw = t[work].double()
+            ghz = (tw[:, 65] - tw[:, 66]) / (tw[:, 97] - tw[:, 96])
+            tw[:, 96:] = 0
+            first = torch.where(tw[:, :96] > 0, tw[:, :96], torch.inf).min(dim=1).values
+            us = torch.where(tw > 0, (tw - first[:, None]) / ghz[:, None] / 1e3, 0)
+            print(f"\n{name}: SM clock {ghz.median():.3f} GHz (median over CTAs)", end="")
+        else:
+            t0 = t[t > 0].min()
+            us = (t[work].double() - t0) / 1e3
         med = us.median(dim=0).values
         print(f"\n{name}: max_m {max_m} masked {masked}, {int(work.sum())} CTAs with work; medians, us after "
               f"the first stamp: masked_m read {med[64]:.2f}, c stored {med[65]:.2f}")

@@ -1,4 +1,5 @@
-# Seventeenth-session probe (run 73): the submitted fused_ws with a %globaltimer stamp per block and partition.
+# Seventeenth-session probe (runs 73-74): the submitted fused_ws with a stamp per block and partition
+# (%globaltimer in run 73; %clock64 in run 74, with two %globaltimer stamps for the clock rate).
 """One launch for buckets of 8-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
 
 Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth, fourteenth and
@@ -86,6 +87,14 @@ if HAVE_GLUON:
     @gluon.jit
     def _stamp(tl_ptr, slot, W: gl.constexpr):
         """Timeline probe: %globaltimer (ns) into tl_ptr[program, slot]."""
+        lay: gl.constexpr = gl.BlockedLayout([1], [32], [W], [0])
+        i = gl.arange(0, 32 * W, layout=lay)
+        ts = gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [i], dtype=gl.int64, is_pure=False, pack=1)
+        gl.store(tl_ptr + gl.program_id(0) * 128 + slot + i * 0, ts, mask=i == 0)
+
+    @gluon.jit
+    def _gstamp(tl_ptr, slot, W: gl.constexpr):
+        """%globaltimer (ns) into tl_ptr[program, slot]: with two of them, the SM's clock rate."""
         lay: gl.constexpr = gl.BlockedLayout([1], [32], [W], [0])
         i = gl.arange(0, 32 * W, layout=lay)
         ts = gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [i], dtype=gl.int64, is_pure=False, pack=1)
@@ -279,6 +288,7 @@ if HAVE_GLUON:
     def _consumer(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, mm_ptr, c_ptr,
                   MAX_M, N, K, NT, TILES, tl_ptr, STAGES: gl.constexpr):
         _stamp(tl_ptr, 66, 4)
+        _gstamp(tl_ptr, 96, 4)
         BW: gl.constexpr = q_bufs.type.shape[1]
         BT: gl.constexpr = a_bufs.type.shape[1]
         KB = K // 128
@@ -340,6 +350,7 @@ if HAVE_GLUON:
             gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(offs_t < MAX_M)[None, :])
             if t == gl.program_id(0):
                 _stamp(tl_ptr, 65, 4)
+                _gstamp(tl_ptr, 97, 4)
 
     @gluon.jit
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES, tl_ptr,
@@ -413,3 +424,4 @@ def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, tl_buf=None):
 
 TIMELINE_BLOCKS = True  # scripts/gpu_ws_timeline.py: 128 slots per CTA, one stamp per block and event
 TIMELINE_READY = True   # and slots 80-95: when the consumer found each block decoded
+TIMELINE_CLOCK = True   # stamps are %clock64 cycles; slots 96-97 %globaltimer at 66 and 65
