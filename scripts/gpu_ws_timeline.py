@@ -7,7 +7,8 @@ or a copy with a stamp per block and partition and TIMELINE_BLOCKS = True (`fuse
 `fused_ws_tlb8.py`: the kernel of f01e1bd with 4 or 8 stages; `fused_ws_tlbd4.py`: with run
 65's 4-warp decoder), kept at commit 4bc1fc2 (run 65); `fused_ws_tlb.py`, the seventeenth
 session's submitted kernel with those stamps and TIMELINE_READY (the consumer's stamp when it
-finds a block decoded, slots 80-95), kept at the commit of run 73. None is in the solution folder (its
+finds a block decoded, slots 80-95), on %clock64 with TIMELINE_CLOCK (run 74, commit 9df78f9;
+on %globaltimer, run 73, commit 1bcf1d1). None is in the solution folder (its
 packed JSON holds every file there); restore one with
   git show 4bc1fc2:solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/\
 triton_fp4_to_fp8_wgmma/fused_ws_tlb8.py > <that folder>/fused_ws_tlb8.py
