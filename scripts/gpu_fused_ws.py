@@ -14,7 +14,8 @@ e.g. an earlier commit's, with the same launch() signature) in every check and t
 --old DIR: also the host time of DIR's run() (a copy of the whole solution folder, e.g. an
 earlier commit's), beside this one's. --no-host: skip the host times (part 3).
 
-A deadlocked pipeline would hang the GPU: the script exits after WATCHDOG_S seconds.
+A deadlocked pipeline would hang the GPU: the script exits after WATCHDOG_S seconds (240, or
+the environment's WATCHDOG_S where many --prev modules need longer).
 Run from the repository root: python3 scripts/gpu_fused_ws.py [--prev fused_ws_prev] [--old DIR]
 (The many-row form of run 55 and its ablations: commit 71cc582; the few-token variants and
 ablations of run 56: commits 462bfe0 to 07eab84, the script's --swap, --stages, --unroll and

@@ -106,7 +106,9 @@ def blocks(mod, name):
             line = f"{kb:5d} {i:7.2f} {l:7.2f} {d:7.2f}" + (f" {med[80 + kb]:7.2f}" if ready else "")
             line += f" {r:8.2f} | {lat:5.2f} {dec:6.2f} {mma:5.2f}"
             if ready:  # the MMA column split: waiting for the consumer, then its own block
-                line += f"  ({(us[:, 80 + kb] - us[:, 32 + kb]).median():5.2f} {(us[:, 48 + kb] - us[:, 80 + kb]).median():5.2f})"
+                wait = (us[:, 80 + kb] - us[:, 32 + kb]).median()
+                own = (us[:, 48 + kb] - us[:, 80 + kb]).median()
+                line += f"  ({wait:5.2f} {own:5.2f})"
             print(line)
 
 

@@ -29,8 +29,9 @@ its B tiles again per token tile); heuristics.choose_config says where it is use
 token tile the tiles with work come first, one per CTA; a tile whose tokens all lie at or past
 clamp(masked_m[g], 0, max_m) only stores zeros (every partition reads masked_m on the device
 and skips it alike, so nothing waits on the host). The loader issues the first SPEC blocks of a
-CTA's first tile before masked_m is back from memory (~0.3 us earlier, run 68); where that tile
-has no rows they go round the ring unused. Gluon has no interpreter and no portable
+CTA's first tile before masked_m is back from memory (0.3-0.4 us less at 33-128-row buckets,
+run 68); where that tile has no rows they go round the ring unused, so a CTA with a later tile
+starts it only once they have landed. Gluon has no interpreter and no portable
 lowering: main.py takes this path only on sm_90 with a Triton that has Gluon (HAVE_GLUON) and
 16-byte aligned tensors; the Triton kernels serve every other call.
 """
@@ -164,8 +165,8 @@ if HAVE_GLUON:
             s_src = bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col
             as_src = as_ptr + (a_row + tok).to(gl.int64) * KB
             in_bucket = mt * BT + tok < MAX_M
-            # The first blocks go out before masked_m is back (~0.5 us from DRAM): none
-            # of their addresses depends on it.
+            # The first blocks go out before masked_m is back (~1 us into the kernel after the
+            # harness's L2 flush, run 74): none of their addresses depends on it.
             for kb in range(spec):
                 s = (it + kb) % STAGES
                 mbarrier.wait(empty.index(s), (((it + kb) // STAGES) & 1) ^ 1)
