@@ -53,7 +53,8 @@ from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
 BW = 64        # weight rows per tile (the MMA's M), two decoder threads each
 STAGES = 8     # 128-K blocks in flight per CTA (4 with the narrower decoder and loader, runs 57-65)
-SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (at most STAGES; run 68)
+SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68)
+assert SPEC <= STAGES  # the speculated blocks must fit the ring without waiting on a release
 DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
 # Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the
 # decoder and the loader; the consumer (Gluon's default partition) gets the rest. ptxas
@@ -120,12 +121,23 @@ if HAVE_GLUON:
                                              pack=1)
 
     @gluon.jit
-    def _speculated(t, mt, KB, STAGES: gl.constexpr):
+    def _speculated(t, mt, KB):
         """Blocks the loader issues before it knows whether tile t has rows: the first
         min(SPEC, KB) of a CTA's first tile, if it is a first token tile (later tiles wait for
         stages that come back only after masked_m is known anyway)."""
         first = (t == gl.program_id(0)) & (mt == 0)
         return gl.where(first, gl.minimum(KB, _SPEC), 0)
+
+    @gluon.jit
+    def _copy_block(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, kb, a_src, a_in, w_src, s_src, as_src, in_bucket):
+        """The copies of 128-K block kb into stage s (A's rows in the bucket, B's words, b_scale,
+        a_scale), then one arrival on loaded[s] per loader thread once they have landed (the
+        barrier counts all the loader's threads)."""
+        _cp_async(a_bufs.index(s), a_src + kb * 128, mask=a_in)
+        _cp_async(bw_bufs.index(s), w_src + kb * 16)
+        _cp_async(bs_bufs.index(s), s_src + kb * 4)
+        _cp_async(as_bufs.index(s), as_src + kb, mask=in_bucket)
+        async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
 
     @gluon.jit
     def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M, N,
@@ -152,7 +164,7 @@ if HAVE_GLUON:
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
             g, mt, nt, masked = _coords(t, mm_ptr, MAX_M, NT, TILES, BT)
-            spec = _speculated(t, mt, KB, STAGES)
+            spec = _speculated(t, mt, KB)
             a_row = g * MAX_M + mt * BT
             b_row = g * N + nt * BW
             # Rows past the group's bucket are zero-filled (their columns of c are stored
@@ -170,11 +182,8 @@ if HAVE_GLUON:
             for kb in range(spec):
                 s = (it + kb) % STAGES
                 mbarrier.wait(empty.index(s), (((it + kb) // STAGES) & 1) ^ 1)
-                _cp_async(a_bufs.index(s), a_src + kb * 128, mask=a_in)
-                _cp_async(bw_bufs.index(s), w_src + kb * 16)
-                _cp_async(bs_bufs.index(s), s_src + kb * 4)
-                _cp_async(as_bufs.index(s), as_src + kb, mask=in_bucket)
-                async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
+                _copy_block(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, kb, a_src, a_in, w_src, s_src, as_src,
+                            in_bucket)
             masked = _used_here(masked)
             # A tile without rows passes its speculated stages round the ring all the same (the
             # decoder and the consumer hand them on undecoded), so that every partition waits
@@ -186,13 +195,8 @@ if HAVE_GLUON:
                     s = it % STAGES
                     # A fresh barrier counts as having completed the phase before 0.
                     mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                    _cp_async(a_bufs.index(s), a_src + kb * 128, mask=a_in)
-                    _cp_async(bw_bufs.index(s), w_src + kb * 16)
-                    _cp_async(bs_bufs.index(s), s_src + kb * 4)
-                    _cp_async(as_bufs.index(s), as_src + kb, mask=in_bucket)
-                    # One arrival per loader thread once its copies have landed (the barrier
-                    # counts all the loader's threads).
-                    async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
+                    _copy_block(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, kb, a_src, a_in, w_src, s_src, as_src,
+                                in_bucket)
                     it += 1
 
     @gluon.jit
@@ -211,7 +215,7 @@ if HAVE_GLUON:
             g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
             if not work:
                 # The speculated blocks of a tile without rows: passed on undecoded.
-                for kb in range(_speculated(t, mt, K // 128, STAGES)):
+                for kb in range(_speculated(t, mt, K // 128)):
                     mbarrier.wait(loaded.index(it % STAGES), (it // STAGES) & 1)
                     mbarrier.arrive(decoded.index(it % STAGES), count=1)
                     it += 1
@@ -275,7 +279,7 @@ if HAVE_GLUON:
             acc = gl.zeros([BW, BT], gl.float32, mma)
             if not work:
                 # The speculated blocks of a tile without rows: handed back unused.
-                for kb in range(_speculated(t, mt, KB, STAGES)):
+                for kb in range(_speculated(t, mt, KB)):
                     mbarrier.wait(decoded.index(it % STAGES), (it // STAGES) & 1)
                     mbarrier.arrive(empty.index(it % STAGES), count=1)
                     it += 1
