@@ -63,6 +63,8 @@ CHECKS = [  # max_m, masked_m, scales[, masked_m's dtype (int32 otherwise)]
     # with rows (run 68); masked_m as int64 too.
     (128, [0, 90, -5, 128], "ue8m0"),
     (100, [0, 0, 0, 70], "ue8m0", torch.int64),
+    # int64 masked_m beyond int32's range: clamped in its own width (max_m rows, then none).
+    (100, [0, 2 ** 32 + 5, -(2 ** 33), 70], "ue8m0", torch.int64),
 ]
 WORKLOADS = [("m1", 1, [1, 1, 1, 1], 1), ("m8", 8, [8, 5, 2, 7], 6), ("m16", 16, [8, 16, 3, 12], 10),
              ("m32", 32, [20, 32, 17, 25], 24), ("m48", 48, [30, 48, 12, 40], 32)] + \
@@ -108,8 +110,8 @@ def main():
     cap = torch.cuda.get_device_capability()
     bad = 0
     for i, (max_m, masked, sc, *mm_dtype) in enumerate(CHECKS):
-        a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=50 + i, scales=sc)
-        mm = mm.to(*mm_dtype)
+        a, a_s, b, b_s, mm = gg.make(max_m, [max(min(x, max_m), -1) for x in masked], seed=50 + i, scales=sc)
+        mm = torch.tensor(masked, dtype=mm_dtype[0], device=mm.device) if mm_dtype else mm
         want = gg.oracle64(a, a_s, b, b_s, mm).cpu()
         for kname, mod in KERNELS.items():
             c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)

@@ -92,6 +92,13 @@ def test_max_m_one_and_int64_masked(orient):
     check(a, a_s, b, b_s, torch.tensor([1, 5], dtype=torch.int64), CONFIGS[orient])
 
 
+@pytest.mark.parametrize("orient", ["swap", "tiles", "kperm"])
+def test_int64_masked_past_int32(orient):
+    """masked_m beyond int32's range means max_m rows (or none): clamped in its own width."""
+    a, a_s, b, b_s = make(3, 3, 64, 128, seed=2)
+    check(a, a_s, b, b_s, torch.tensor([2 ** 32 + 1, -(2 ** 33), 2], dtype=torch.int64), CONFIGS[orient])
+
+
 def test_max_m_zero_launches_nothing():
     a, a_s, b, b_s = make(3, 0, 32, 128)
     c = torch.empty(3, 0, 32, dtype=torch.bfloat16)

@@ -106,8 +106,10 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _rows(masked, MAX_M):
-        """Rows of a group: clamp(masked_m, 0, max_m)."""
-        return gl.minimum(gl.maximum(masked.to(gl.int32), 0), MAX_M)
+        """Rows of a group: clamp(masked_m, 0, max_m), clamped in masked_m's own width before
+        narrowing (as kernel.py's kernels do), so that an int64 masked_m past 2^31 still means
+        max_m rows, not its low 32 bits."""
+        return gl.minimum(gl.maximum(masked, 0), MAX_M).to(gl.int32)
 
     @gluon.jit
     def _used_here(masked):
