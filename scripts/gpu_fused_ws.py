@@ -14,8 +14,9 @@ e.g. an earlier commit's, with the same launch() signature) in every check and t
 --old DIR: also the host time of DIR's run() (a copy of the whole solution folder, e.g. an
 earlier commit's), beside this one's. --no-host: skip the host times (part 3).
 
-A deadlocked pipeline would hang the GPU: the script exits after WATCHDOG_S seconds (240, or
-the environment's WATCHDOG_S where many --prev modules need longer).
+A deadlocked pipeline would hang the GPU: the script exits once the checks have taken
+CHECK_WATCHDOG_S seconds (120; the hang-prone cases run there first), or the timings WATCHDOG_S
+(240, or the environment's values where many --prev modules need longer).
 Run from the repository root: python3 scripts/gpu_fused_ws.py [--prev fused_ws_prev] [--old DIR]
 (The many-row form of run 55 and its ablations: commit 71cc582; the few-token variants and
 ablations of run 56: commits 462bfe0 to 07eab84, the script's --swap, --stages, --unroll and
@@ -46,6 +47,7 @@ OLD = load_solution_folder(os.path.abspath(sys.argv[sys.argv.index("--old") + 1]
     if "--old" in sys.argv else None
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
 WATCHDOG_S = int(os.environ.get("WATCHDOG_S", "240"))  # longer for many --prev modules
+CHECK_WATCHDOG_S = int(os.environ.get("CHECK_WATCHDOG_S", "120"))
 
 CHECKS = [  # max_m, masked_m, scales[, masked_m's dtype (int32 otherwise)]
     (1, [1, 1, 0, -3], "ue8m0"),
@@ -106,7 +108,7 @@ def host_times():
 
 
 def main():
-    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
+    faulthandler.dump_traceback_later(CHECK_WATCHDOG_S, exit=True)
     cap = torch.cuda.get_device_capability()
     bad = 0
     for i, (max_m, masked, sc, *mm_dtype) in enumerate(CHECKS):
@@ -123,6 +125,7 @@ def main():
             except AssertionError as exc:
                 bad += 1
                 print(f"check {kname} max_m={max_m} masked={masked} {sc}: FAIL {str(exc)[:400]}", flush=True)
+    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)  # re-armed for the timings
     rows = []
     for wname, max_m, masked, exp, sc in [(*w, "ue8m0") for w in WORKLOADS] + WIDE_WORKLOADS:
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7, scales=sc)

@@ -52,9 +52,14 @@ except ImportError:  # Triton without Gluon: the Triton kernels serve every call
 from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
 BW = 64        # weight rows per tile (the MMA's M), two decoder threads each
-STAGES = 8     # 128-K blocks in flight per CTA (4 with the narrower decoder and loader, runs 57-65)
+# (128-K blocks per stage, stages) by token tile. Every partition waits, fences, syncs and
+# arrives once per stage, and that synchronisation lies on each block's path (runs 71-75):
+# two blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76). Shared memory holds 12,
+# 10 and 8 blocks (189, 179 and 177 KB).
+PLAN = {16: (2, 6), 32: (2, 5), 64: (2, 4)}
 SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68)
-assert SPEC <= STAGES  # the speculated blocks must fit the ring without waiting on a release
+assert all(SPEC % sub == 0 and SPEC <= sub * stages for sub, stages in PLAN.values()), \
+    "the speculated blocks must fill whole stages and fit the ring without waiting on a release"
 DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
 # Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the
 # decoder and the loader; the consumer (Gluon's default partition) gets the rest. ptxas
@@ -123,30 +128,35 @@ if HAVE_GLUON:
                                              pack=1)
 
     @gluon.jit
-    def _speculated(t, mt, KB):
-        """Blocks the loader issues before it knows whether tile t has rows: the first
-        min(SPEC, KB) of a CTA's first tile, if it is a first token tile (later tiles wait for
-        stages that come back only after masked_m is known anyway)."""
+    def _speculated(t, mt, KS, SUB: gl.constexpr):
+        """Stages the loader issues before it knows whether tile t has rows: the first
+        min(SPEC / SUB, KS) of a CTA's first tile, if it is a first token tile (later tiles wait
+        for stages that come back only after masked_m is known anyway)."""
         first = (t == gl.program_id(0)) & (mt == 0)
-        return gl.where(first, gl.minimum(KB, _SPEC), 0)
+        return gl.where(first, gl.minimum(KS, _SPEC // SUB), 0)
 
     @gluon.jit
-    def _copy_block(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, kb, a_src, a_in, w_src, s_src, as_src, in_bucket):
-        """The copies of 128-K block kb into stage s (A's rows in the bucket, B's words, b_scale,
-        a_scale), then one arrival on loaded[s] per loader thread once they have landed (the
-        barrier counts all the loader's threads)."""
-        _cp_async(a_bufs.index(s), a_src + kb * 128, mask=a_in)
-        _cp_async(bw_bufs.index(s), w_src + kb * 16)
-        _cp_async(bs_bufs.index(s), s_src + kb * 4)
-        _cp_async(as_bufs.index(s), as_src + kb, mask=in_bucket)
+    def _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, ks, a_src, a_in, w_src, s_src, as_src, in_bucket,
+                    SUB: gl.constexpr):
+        """The copies of stage ks's SUB 128-K blocks into ring stage s (A's rows in the bucket,
+        B's words, b_scale, a_scale), then one arrival on loaded[s] per loader thread once they
+        have landed (the barrier counts all the loader's threads)."""
+        for h in gl.static_range(SUB):
+            b = SUB * s + h
+            kb = SUB * ks + h
+            _cp_async(a_bufs.index(b), a_src + kb * 128, mask=a_in)
+            _cp_async(bw_bufs.index(b), w_src + kb * 16)
+            _cp_async(bs_bufs.index(b), s_src + kb * 4)
+            _cp_async(as_bufs.index(b), as_src + kb, mask=in_bucket)
         async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
 
     @gluon.jit
     def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M, N,
-                K, NT, TILES, STAGES: gl.constexpr):
+                K, NT, TILES, STAGES: gl.constexpr, SUB: gl.constexpr):
         BT: gl.constexpr = a_bufs.type.shape[1]
         BW: gl.constexpr = bw_bufs.type.shape[1]
         KB = K // 128
+        KS = KB // SUB  # stages per tile
         # Everything by cp.async, no TMA: a TMA descriptor costs the host ~5-11 us to encode
         # per launch (run 57). Per thread and block (two warps): BT / 8 16-byte copies of A, 4
         # of B's packed words, 1 of its scales, a 4-byte copy of a_scale per token.
@@ -166,7 +176,7 @@ if HAVE_GLUON:
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
             g, mt, nt, masked = _coords(t, mm_ptr, MAX_M, NT, TILES, BT)
-            spec = _speculated(t, mt, KB)
+            spec = _speculated(t, mt, KS, SUB)
             a_row = g * MAX_M + mt * BT
             b_row = g * N + nt * BW
             # Rows past the group's bucket are zero-filled (their columns of c are stored
@@ -181,11 +191,11 @@ if HAVE_GLUON:
             in_bucket = mt * BT + tok < MAX_M
             # The first blocks go out before masked_m is back (~1 us into the kernel after the
             # harness's L2 flush, run 74): none of their addresses depends on it.
-            for kb in range(spec):
-                s = (it + kb) % STAGES
-                mbarrier.wait(empty.index(s), (((it + kb) // STAGES) & 1) ^ 1)
-                _copy_block(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, kb, a_src, a_in, w_src, s_src, as_src,
-                            in_bucket)
+            for ks in range(spec):
+                s = (it + ks) % STAGES
+                mbarrier.wait(empty.index(s), (((it + ks) // STAGES) & 1) ^ 1)
+                _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, ks, a_src, a_in, w_src, s_src, as_src,
+                            in_bucket, SUB)
             masked = _used_here(masked)
             # A tile without rows passes its speculated stages round the ring all the same (the
             # decoder and the consumer hand them on undecoded), so that every partition waits
@@ -193,17 +203,51 @@ if HAVE_GLUON:
             # completed would return at once (the parity aliases; run 68's first attempts hung).
             it += spec
             if mt * BT < _rows(masked, MAX_M):
-                for kb in range(spec, KB):
+                for ks in range(spec, KS):
                     s = it % STAGES
                     # A fresh barrier counts as having completed the phase before 0.
                     mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                    _copy_block(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, kb, a_src, a_in, w_src, s_src, as_src,
-                                in_bucket)
+                    _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, ks, a_src, a_in, w_src, s_src, as_src,
+                                in_bucket, SUB)
                     it += 1
 
     @gluon.jit
+    def _decode_block(bw_buf, bs_buf, qw_buf, ref_buf, rowl: gl.constexpr, col16, col4):
+        """One 128-K block: fold each row's four per-32 scales (kernel._fold_scales_2d's test),
+        decode its words into the swizzled e4m3 tile, write the row's multiplier (-1 where the
+        row does not fold: raw codes then). Returns whether each row folds."""
+        BW: gl.constexpr = bw_buf.type.shape[0]
+        w = bw_buf.load(rowl)                              # [BW, 16] words of 8 codes
+        sb = bs_buf.load(rowl).to(gl.int32, bitcast=True)  # [BW, 4] scale bits
+        # kernel._block_bits: positive, normal powers of two within FOLD_SPREAD binades.
+        bmax = gl.max(sb, axis=1)
+        bmin = gl.min(sb, axis=1)
+        mant = gl.max(sb & 0x7FFFFF, axis=1)
+        ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= FOLD_SPREAD * 0x800000)
+        # (e_j - e_max + 6) * 8: the exponent-field addend of group j; 0 keeps raw codes.
+        dexp = gl.where(ok[:, None], (sb >> 20) - (bmax >> 20)[:, None] + 48, 0)
+        d0 = gl.sum(gl.where(col4 == 0, dexp, 0), axis=1)[:, None]
+        d1 = gl.sum(gl.where(col4 == 1, dexp, 0), axis=1)[:, None]
+        d2 = gl.sum(gl.where(col4 == 2, dexp, 0), axis=1)[:, None]
+        d3 = gl.sum(gl.where(col4 == 3, dexp, 0), axis=1)[:, None]
+        # The two byte tables per 32-group, made once per group and then placed by column (the
+        # selects fold: each register's column is known), not per word.
+        lut0 = gl.where(col16 == 0, 0x3C383000 + d0 * 0x01010100,
+                        gl.where(col16 == 1, 0x3C383000 + d1 * 0x01010100,
+                                 gl.where(col16 == 2, 0x3C383000 + d2 * 0x01010100, 0x3C383000 + d3 * 0x01010100)))
+        lut1 = gl.where(col16 == 0, 0x4C484440 + d0 * 0x01010101,
+                        gl.where(col16 == 1, 0x4C484440 + d1 * 0x01010101,
+                                 gl.where(col16 == 2, 0x4C484440 + d2 * 0x01010101, 0x4C484440 + d3 * 0x01010101)))
+        # The prmt lookup (inline PTX: this kernel runs on NVIDIA GPUs only).
+        lo, hi = gl.inline_asm_elementwise(_PRMT, "=r,=r,r,r,r", [w, lut0, lut1], dtype=(gl.int32, gl.int32),
+                                           is_pure=True, pack=1)
+        qw_buf.store(gl.reshape(gl.join(lo, hi), [BW, 32]))
+        ref_buf.store(gl.where(ok, bmax.to(gl.float32, bitcast=True) * 0.015625, -1.0))
+        return ok
+
+    @gluon.jit
     def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
-                 STAGES: gl.constexpr, BT: gl.constexpr):
+                 STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr):
         BW: gl.constexpr = bw_bufs.type.shape[1]
         DW: gl.constexpr = _DW
         # Two threads per weight row: each 8 of its 16 words (two 32-groups) and all 4 of its
@@ -212,63 +256,48 @@ if HAVE_GLUON:
         flagl: gl.constexpr = gl.BlockedLayout([1], [32], [DW], [0])
         col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
+        KS = K // (128 * SUB)
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
             g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
             if not work:
-                # The speculated blocks of a tile without rows: passed on undecoded.
-                for kb in range(_speculated(t, mt, K // 128)):
+                # The speculated stages of a tile without rows: passed on undecoded.
+                for ks in range(_speculated(t, mt, KS, SUB)):
                     mbarrier.wait(loaded.index(it % STAGES), (it // STAGES) & 1)
                     mbarrier.arrive(decoded.index(it % STAGES), count=1)
                     it += 1
             else:
-                for kb in range(K // 128):
+                for ks in range(KS):
                     s = it % STAGES
                     mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
-                    w = bw_bufs.index(s).load(rowl)                              # [BW, 16] words of 8 codes
-                    sb = bs_bufs.index(s).load(rowl).to(gl.int32, bitcast=True)  # [BW, 4] scale bits
-                    # kernel._block_bits: positive, normal powers of two within FOLD_SPREAD binades.
-                    bmax = gl.max(sb, axis=1)
-                    bmin = gl.min(sb, axis=1)
-                    mant = gl.max(sb & 0x7FFFFF, axis=1)
-                    ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= FOLD_SPREAD * 0x800000)
-                    # (e_j - e_max + 6) * 8: the exponent-field addend of group j; 0 keeps raw codes.
-                    dexp = gl.where(ok[:, None], (sb >> 20) - (bmax >> 20)[:, None] + 48, 0)
-                    d0 = gl.sum(gl.where(col4 == 0, dexp, 0), axis=1)[:, None]
-                    d1 = gl.sum(gl.where(col4 == 1, dexp, 0), axis=1)[:, None]
-                    d2 = gl.sum(gl.where(col4 == 2, dexp, 0), axis=1)[:, None]
-                    d3 = gl.sum(gl.where(col4 == 3, dexp, 0), axis=1)[:, None]
-                    # The two byte tables per 32-group, made once per group and then placed by
-                    # column (the selects fold: each register's column is known), not per word.
-                    lut0 = gl.where(col16 == 0, 0x3C383000 + d0 * 0x01010100,
-                                    gl.where(col16 == 1, 0x3C383000 + d1 * 0x01010100,
-                                             gl.where(col16 == 2, 0x3C383000 + d2 * 0x01010100,
-                                                      0x3C383000 + d3 * 0x01010100)))
-                    lut1 = gl.where(col16 == 0, 0x4C484440 + d0 * 0x01010101,
-                                    gl.where(col16 == 1, 0x4C484440 + d1 * 0x01010101,
-                                             gl.where(col16 == 2, 0x4C484440 + d2 * 0x01010101,
-                                                      0x4C484440 + d3 * 0x01010101)))
-                    # The prmt lookup (inline PTX: this kernel runs on NVIDIA GPUs only).
-                    lo, hi = gl.inline_asm_elementwise(
-                        _PRMT, "=r,=r,r,r,r", [w, lut0, lut1],
-                        dtype=(gl.int32, gl.int32), is_pure=True, pack=1)
-                    qw_bufs.index(s).store(gl.reshape(gl.join(lo, hi), [BW, 32]))
-                    ref_bufs.index(s).store(gl.where(ok, bmax.to(gl.float32, bitcast=True) * 0.015625, -1.0))
-                    # The block's flag, the same in every entry: some row did not fold.
+                    ok = _decode_block(bw_bufs.index(SUB * s), bs_bufs.index(SUB * s), qw_bufs.index(SUB * s),
+                                       ref_bufs.index(SUB * s), rowl, col16, col4)
+                    for h in gl.static_range(1, SUB):
+                        ok = ok & _decode_block(bw_bufs.index(SUB * s + h), bs_bufs.index(SUB * s + h),
+                                                qw_bufs.index(SUB * s + h), ref_bufs.index(SUB * s + h), rowl, col16,
+                                                col4)
+                    # The stage's flag, the same in every entry: some row of some block did not fold.
                     bad = gl.max(gl.where(ok, 0, 1), axis=0)
                     flag_bufs.index(s).store(gl.full([32], bad, gl.int32, layout=flagl))
-                    # The consumer's wgmma reads the tile through the async proxy.
+                    # The consumer's wgmma reads the tiles through the async proxy.
                     fence_async_shared()
                     _partition_sync()
                     mbarrier.arrive(decoded.index(s), count=1)
                     it += 1
 
     @gluon.jit
+    def _promote(acc, t_mma, ref_buf, as_buf, mma: gl.constexpr):
+        """acc + one block's wgmma result times (row multiplier x token a_scale), in fp32."""
+        ref = ref_buf.load(gl.SliceLayout(1, mma))
+        a_s = as_buf.load(gl.SliceLayout(0, mma))
+        return acc + t_mma * (ref[:, None] * a_s[None, :])
+
+    @gluon.jit
     def _consumer(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, mm_ptr, c_ptr,
-                  MAX_M, N, K, NT, TILES, STAGES: gl.constexpr):
+                  MAX_M, N, K, NT, TILES, STAGES: gl.constexpr, SUB: gl.constexpr):
         BW: gl.constexpr = q_bufs.type.shape[1]
         BT: gl.constexpr = a_bufs.type.shape[1]
-        KB = K // 128
+        KS = K // (128 * SUB)
         mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BT, 32])
         rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
         flagl: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
@@ -280,14 +309,14 @@ if HAVE_GLUON:
             offs_t = mt * BT + gl.arange(0, BT, layout=gl.SliceLayout(0, mma))
             acc = gl.zeros([BW, BT], gl.float32, mma)
             if not work:
-                # The speculated blocks of a tile without rows: handed back unused.
-                for kb in range(_speculated(t, mt, KB)):
+                # The speculated stages of a tile without rows: handed back unused.
+                for ks in range(_speculated(t, mt, KS, SUB)):
                     mbarrier.wait(decoded.index(it % STAGES), (it // STAGES) & 1)
                     mbarrier.arrive(empty.index(it % STAGES), count=1)
                     it += 1
             else:
                 t_mma = gl.zeros([BW, BT], gl.float32, mma)
-                for kb in range(KB):
+                for ks in range(KS):
                     s = it % STAGES
                     phase = (it // STAGES) & 1
                     mbarrier.wait(loaded.index(s), phase)
@@ -295,27 +324,38 @@ if HAVE_GLUON:
                     # A landed through cp.async (the generic proxy); wgmma reads it through the
                     # async proxy.
                     fence_async_shared()
-                    a_s = as_bufs.index(s).load(gl.SliceLayout(0, mma))
-                    a_tile = a_bufs.index(s)
-                    q_tile = q_bufs.index(s)
                     if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:  # every row folds
-                        t_mma = warpgroup_mma(q_tile, a_tile.permute((1, 0)), t_mma, use_acc=False, is_async=True)
-                        t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
-                        ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
-                        acc = acc + t_mma * (ref[:, None] * a_s[None, :])
+                        # One K = 128 wgmma per block, each promoted as soon as it is done while
+                        # the next one runs.
+                        t_prev = warpgroup_mma(q_bufs.index(SUB * s), a_bufs.index(SUB * s).permute((1, 0)), t_mma,
+                                               use_acc=False, is_async=True)
+                        for h in gl.static_range(1, SUB):
+                            t_next = warpgroup_mma(q_bufs.index(SUB * s + h), a_bufs.index(SUB * s + h).permute((1, 0)),
+                                                   t_mma, use_acc=False, is_async=True)
+                            t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
+                            acc = _promote(acc, t_prev, ref_bufs.index(SUB * s + h - 1), as_bufs.index(SUB * s + h - 1),
+                                           mma)
+                            t_prev = t_next
+                        t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
+                        acc = _promote(acc, t_prev, ref_bufs.index(SUB * s + SUB - 1), as_bufs.index(SUB * s + SUB - 1),
+                                       mma)
                     else:
                         # Rows that do not fold hold raw codes: their 32-groups one at a time,
                         # each times its own scale; rows that fold keep ref.
-                        for j in gl.static_range(4):
-                            t_mma = warpgroup_mma(q_tile.slice(32 * j, 32, dim=1),
-                                                  a_tile.slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
-                                                  use_acc=False, is_async=True)
-                            t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
-                            sc = bs_bufs.index(s).load(rowl)
-                            s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1), gl.SliceLayout(1, mma))
-                            ref = ref_bufs.index(s).load(gl.SliceLayout(1, mma))
-                            mult = gl.where(ref >= 0.0, ref, s_j)
-                            acc = acc + t_mma * (mult[:, None] * a_s[None, :])
+                        for h in gl.static_range(SUB):
+                            b = SUB * s + h
+                            a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
+                            for j in gl.static_range(4):
+                                t_mma = warpgroup_mma(q_bufs.index(b).slice(32 * j, 32, dim=1),
+                                                      a_bufs.index(b).slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
+                                                      use_acc=False, is_async=True)
+                                t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
+                                sc = bs_bufs.index(b).load(rowl)
+                                s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1),
+                                                        gl.SliceLayout(1, mma))
+                                ref = ref_bufs.index(b).load(gl.SliceLayout(1, mma))
+                                mult = gl.where(ref >= 0.0, ref, s_j)
+                                acc = acc + t_mma * (mult[:, None] * a_s[None, :])
                     mbarrier.arrive(empty.index(s), count=1)
                     it += 1
                 acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
@@ -324,23 +364,24 @@ if HAVE_GLUON:
 
     @gluon.jit
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES,
-                        STAGES: gl.constexpr, BT: gl.constexpr):
+                        STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr):
         """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
-        (token_tile). num_warps = 4 (the consumer, Gluon's default partition)."""
+        (token_tile); SUB: 128-K blocks per stage (each with buffers of its own, so every layout
+        is a block's). num_warps = 4 (the consumer, Gluon's default partition)."""
         BW: gl.constexpr = _BW
         # A's tile in wgmma's 128-byte swizzle (rows of 128 e4m3 bytes), like the decoded tile.
         a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-        a_bufs = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BT, 128], a_layout)
-        bw_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW, 16], _W_LAYOUT)
-        bs_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BW, 4], _S_LAYOUT)
-        as_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BT], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        a_bufs = gl.allocate_shared_memory(gl.float8e4nv, [SUB * STAGES, BT, 128], a_layout)
+        bw_bufs = gl.allocate_shared_memory(gl.int32, [SUB * STAGES, BW, 16], _W_LAYOUT)
+        bs_bufs = gl.allocate_shared_memory(gl.float32, [SUB * STAGES, BW, 4], _S_LAYOUT)
+        as_bufs = gl.allocate_shared_memory(gl.float32, [SUB * STAGES, BT], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         # The decoded tile: written as int32 words, read by wgmma as e4m3 (the same bytes and
         # the same 128-byte swizzle).
         qw_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
         q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-        qw_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW, 32], qw_layout)
-        q_bufs = _as_fp8(qw_bufs, [STAGES, BW, 128], q_layout)
-        ref_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        qw_bufs = gl.allocate_shared_memory(gl.int32, [SUB * STAGES, BW, 32], qw_layout)
+        q_bufs = _as_fp8(qw_bufs, [SUB * STAGES, BW, 128], q_layout)
+        ref_bufs = gl.allocate_shared_memory(gl.float32, [SUB * STAGES, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         flag_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, 32], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         loaded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         decoded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -351,11 +392,11 @@ if HAVE_GLUON:
             mbarrier.init(empty.index(i), count=1)
         gl.warp_specialize([
             (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, mm_ptr, c_ptr,
-                         MAX_M, N, K, NT, TILES, STAGES)),
+                         MAX_M, N, K, NT, TILES, STAGES, SUB)),
             (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
-                        STAGES, BT)),
+                        STAGES, BT, SUB)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
-                       N, K, NT, TILES, STAGES)),
+                       N, K, NT, TILES, STAGES, SUB)),
         ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
 
 
@@ -366,7 +407,8 @@ def token_tile(max_m) -> int:
 
 def supported(g, max_m, n, k) -> bool:
     """Shapes the kernel takes (the caller also needs sm_90 and 16-byte aligned tensors for
-    the 16-byte cp.async copies): whole 64-row weight tiles, k a multiple of 128."""
+    the 16-byte cp.async copies): whole 64-row weight tiles, k a multiple of 128 (one block a
+    stage where k is no multiple of 256)."""
     return HAVE_GLUON and g > 0 and 0 < max_m and n % BW == 0 and k % 128 == 0
 
 
@@ -377,16 +419,21 @@ def grid_and_sizes(g, max_m, n, num_sms):
     return (min(tiles, num_sms), 1, 1), nt, tiles
 
 
-def consts(max_m):
-    """fused_ws_kernel's constexprs and compile options."""
-    return dict(STAGES=STAGES, BT=token_tile(max_m), num_warps=4, maxnreg=MAXNREG)
+def consts(max_m, k, plan=None):
+    """fused_ws_kernel's constexprs and compile options; plan: PLAN's form, for experiments."""
+    bt = token_tile(max_m)
+    sub, stages = (plan or PLAN)[bt]
+    if (k // 128) % sub:  # one block a stage, in as many stages as blocks
+        sub, stages = 1, sub * stages
+    return dict(STAGES=stages, BT=bt, SUB=sub, num_warps=4, maxnreg=MAXNREG)
 
 
-def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms):
+def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None):
     """fused_ws_kernel through Triton's own launcher (checks and tools; main.py launches it
     through its plan)."""
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
     grid, nt, tiles = grid_and_sizes(g, max_m, n, num_sms)
-    fused_ws_kernel[grid](a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, nt, tiles, **consts(max_m))
+    fused_ws_kernel[grid](a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, nt, tiles,
+                          **consts(max_m, k, plan))
     return c

@@ -73,9 +73,9 @@ class Config:
                            # (kernel._tile_of_program for the tile kernel)
     zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
     ws: bool = False       # fused_ws_kernel (Gluon, sm_90): the warp-specialised one-launch kernel
-                           # for 8-128-row buckets; its tiles and stages follow from max_m
-                           # (fused_ws.token_tile, fused_ws.BW, fused_ws.STAGES): BN and
-                           # num_stages record BW and STAGES, BM (64) is not read
+                           # for 8-128-row buckets; its tiles and stages follow from max_m and k
+                           # (fused_ws.token_tile, fused_ws.BW, fused_ws.PLAN): BN records BW,
+                           # BM (64) and num_stages are not read
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
