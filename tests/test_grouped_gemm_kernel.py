@@ -411,7 +411,7 @@ def test_ws_kernel_choice():
     for max_m, hint in ((64, 20), (64, None), (33, 64), (48, 1), (128, 26), (128, 64), (100, 1), (32, 24),
                         (32, None), (17, 17), (16, 16), (16, 10), (16, None), (8, 6), (12, 1)):
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0), ws=True)
-        assert cfg.ws and cfg.BM == 64 and cfg.BN == 64 and cfg.BN == fws.BW, (max_m, hint, cfg)
+        assert cfg.ws and cfg.BM == 64 and cfg.BN == fws.BW == 64, (max_m, hint, cfg)
         assert not heur.choose_config(max_m, hint, 2048, (9, 0)).ws
         assert not heur.choose_config(max_m, hint, 2048, (10, 0), ws=True).ws  # wgmma: Hopper only
     for max_m, hint in ((1, 1), (7, 7), (17, 16), (32, 16), (32, 1), (128, 65), (128, None), (129, 16),
