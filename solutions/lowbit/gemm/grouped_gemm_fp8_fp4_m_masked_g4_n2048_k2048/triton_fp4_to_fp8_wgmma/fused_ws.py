@@ -1,12 +1,14 @@
 """One launch for buckets of 8-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
 
-Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth, fourteenth and
-sixteenth sessions, runs 55-57 and 65 in docs/kernels/grouped_gemm.md). With at most 64 rows
+Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to eighteenth
+sessions, runs 55-57, 65, 68 and 76-79 in docs/kernels/grouped_gemm.md). With at most 64 rows
 in a group its tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the
 two-pass path's decode pass, but never written back to memory as e4m3; and the decode
 overlaps the MMA inside each SM through warp specialisation instead of only across CTAs. A
-persistent CTA per SM has three partitions, synchronised only through per-stage mbarriers (8
-stages):
+persistent CTA per SM has three partitions, synchronised only through per-stage mbarriers. A
+stage holds SUB = 2 128-K blocks (PLAN: 12, 10 or 8 blocks in flight), so that every partition
+waits, fences, syncs and arrives once per two blocks (0.8-1.2 us less than once per block, run
+76):
 
 - a loader (two warps): per 128-K block, by cp.async, A's tile (the group's BT token rows) and
   their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
@@ -15,13 +17,14 @@ stages):
   per ~0.5-0.8 us, run 65);
 - a decoder (four warps, two threads per weight row, 8 words each): folds the row's four
   per-32 scales of the block (kernel._fold_scales_2d's test), decodes its words with kernel's
-  prmt lookup into the stage's swizzled e4m3 tile and writes the row's multiplier (-1 where
-  the block does not fold: raw codes then) and the block's flag (``decoded[s]``); with one
-  thread per row (two warps) it took ~0.4-0.5 us a block, which bound the pipeline (run 65);
+  prmt lookup into the block's swizzled e4m3 tile and writes the row's multiplier (-1 where
+  the block does not fold: raw codes then), then the stage's flags, one per 32 rows
+  (``decoded[s]``); with one thread per row (two warps) it took ~0.4-0.5 us a block, which
+  bound the pipeline (run 65), and 8 warps were slower again (run 78);
 - a consumer warpgroup: acc[64 weight rows, BT tokens] += wgmma(Bdec, A^T) * (ref x a_scale),
-  one K = 128 wgmma promoted in fp32 per block; a block with a row that does not fold takes
-  four K = 32 wgmmas instead, each times that row's own per-32 scale (exact products); then
-  ``empty[s]``. c is stored transposed from the accumulator.
+  one K = 128 wgmma per block, each promoted in fp32 while the next one runs; a stage with a
+  row that does not fold takes four K = 32 wgmmas per block instead, each times that row's own
+  per-32 scale (exact products); then ``empty[s]``. c is stored transposed from the accumulator.
 
 The kernel takes any max_m (token tiles of 16, 32 or 64; a group of more than 64 rows decodes
 its B tiles again per token tile); heuristics.choose_config says where it is used. Tiles are
@@ -253,7 +256,6 @@ if HAVE_GLUON:
         # fold needs no shuffles.
         TPR: gl.constexpr = DW // (BW // 32)
         rowl: gl.constexpr = gl.BlockedLayout([1, 16 // TPR], [32, 1], [BW // 32, TPR], [1, 0])
-        flagl: gl.constexpr = gl.BlockedLayout([1], [32], [DW], [0])
         col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
         KS = K // (128 * SUB)
@@ -276,9 +278,11 @@ if HAVE_GLUON:
                         ok = ok & _decode_block(bw_bufs.index(SUB * s + h), bs_bufs.index(SUB * s + h),
                                                 qw_bufs.index(SUB * s + h), ref_bufs.index(SUB * s + h), rowl, col16,
                                                 col4)
-                    # The stage's flag, the same in every entry: some row of some block did not fold.
-                    bad = gl.max(gl.where(ok, 0, 1), axis=0)
-                    flag_bufs.index(s).store(gl.full([32], bad, gl.int32, layout=flagl))
+                    # The stage's flags, one per 32 weight rows (a warp's rows): some row of some
+                    # block did not fold. Reduced within each warp only, no barrier (a reduction
+                    # across the warps through shared memory cost two a stage: run 79).
+                    bad = gl.max(gl.reshape(gl.where(ok, 0, 1), [BW // 32, 32]), axis=1)
+                    flag_bufs.index(s).store(bad)
                     # The consumer's wgmma reads the tiles through the async proxy.
                     fence_async_shared()
                     _partition_sync()
@@ -300,7 +304,7 @@ if HAVE_GLUON:
         KS = K // (128 * SUB)
         mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BT, 32])
         rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
-        flagl: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        flagl: gl.constexpr = gl.BlockedLayout([BW // 32], [32], [4], [0])  # every thread all flags
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
         it = 0
         for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
@@ -383,7 +387,7 @@ if HAVE_GLUON:
         qw_bufs = gl.allocate_shared_memory(gl.int32, [SUB * STAGES, BW, 32], qw_layout)
         q_bufs = _as_fp8(qw_bufs, [SUB * STAGES, BW, 128], q_layout)
         ref_bufs = gl.allocate_shared_memory(gl.float32, [SUB * STAGES, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
-        flag_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, 32], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        flag_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW // 32], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         loaded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         decoded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
