@@ -55,22 +55,25 @@ except ImportError:  # Triton without Gluon: the Triton kernels serve every call
 from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
 BW = 64        # weight rows per tile (the MMA's M)
-# (128-K blocks per stage, stages, decoder warps) by token tile. Every partition waits, fences,
-# syncs and arrives once per stage, and that synchronisation lies on each block's path (runs
-# 71-75): two blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76). Shared memory
-# holds 12, 10 and 8 blocks (189, 179 and 177 KB).
-PLAN = {16: (2, 6, 4), 32: (2, 5, 4), 64: (2, 4, 4)}
+# (128-K blocks per stage, stages) by token tile. Every partition waits, fences, syncs and
+# arrives once per stage, and that synchronisation lies on each block's path (runs 71-75): two
+# blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76), four gained at most 0.3 more
+# at 16 tokens and lost at 64 (run 77). Shared memory holds 12, 10 and 8 blocks (189, 179 and
+# 177 KB).
+PLAN = {16: (2, 6), 32: (2, 5), 64: (2, 4)}
 SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68)
-assert all(SPEC % sub == 0 and SPEC <= sub * stages for sub, stages, _ in PLAN.values()), \
+assert all(SPEC % sub == 0 and SPEC <= sub * stages for sub, stages in PLAN.values()), \
     "the speculated blocks must fill whole stages and fit the ring without waiting on a release"
-LOADER_WARPS = 2
-# Registers by decoder warps: the launch's cap (4 + 4 + 2 warps launched as 12, or 4 + 8 + 2 as
-# 16), what setmaxnreg gives each decoder and loader thread; the consumer (Gluon's default
-# partition) gets the rest. ptxas (Triton 3.6, sm_90a) reports no spill at 16, 32 or 64 tokens.
-REGS = {4: (160, 112, 80), 8: (128, 88, 80)}
+# Two threads per weight row (8 decoder warps, four per row, were slower: run 78).
+DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
+# Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the
+# decoder and the loader; the consumer (Gluon's default partition) gets the rest. ptxas
+# (Triton 3.6, sm_90a) reports no spill at 16, 32 or 64 tokens.
+MAXNREG, DECODER_REGS, LOADER_REGS = 160, 112, 80
 
 if HAVE_GLUON:
-    _BW, _LW = gl.constexpr(BW), gl.constexpr(LOADER_WARPS)
+    _BW, _DECODER_REGS, _LOADER_REGS = gl.constexpr(BW), gl.constexpr(DECODER_REGS), gl.constexpr(LOADER_REGS)
+    _DW, _LW = gl.constexpr(DECODER_WARPS), gl.constexpr(LOADER_WARPS)
     _SPEC = gl.constexpr(SPEC)
     # Shared-memory layouts of a stage's packed words [BW, 16] and scales [BW, 4] (what TMA
     # boxes of those shapes would use: rows of 16-byte chunks, swizzled where rows allow).
@@ -249,8 +252,9 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
-                 STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, DW: gl.constexpr):
+                 STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr):
         BW: gl.constexpr = bw_bufs.type.shape[1]
+        DW: gl.constexpr = _DW
         # DW / 2 threads per weight row (one lane of each of DW / 2 warps): each a share of its
         # 16 words and all 4 of its scales (the same layout on [BW, 4], replicated), so the
         # fold needs no shuffles.
@@ -368,11 +372,10 @@ if HAVE_GLUON:
 
     @gluon.jit
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES,
-                        STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, DW: gl.constexpr,
-                        DECODER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+                        STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr):
         """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
         (token_tile); SUB: 128-K blocks per stage (each with buffers of its own, so every layout
-        is a block's); DW: decoder warps, DECODER_REGS and LOADER_REGS their setmaxnreg. num_warps = 4 (the consumer, Gluon's default partition)."""
+        is a block's). num_warps = 4 (the consumer, Gluon's default partition)."""
         BW: gl.constexpr = _BW
         # A's tile in wgmma's 128-byte swizzle (rows of 128 e4m3 bytes), like the decoded tile.
         a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
@@ -399,10 +402,10 @@ if HAVE_GLUON:
             (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, mm_ptr, c_ptr,
                          MAX_M, N, K, NT, TILES, STAGES, SUB)),
             (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
-                        STAGES, BT, SUB, DW)),
+                        STAGES, BT, SUB)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
                        N, K, NT, TILES, STAGES, SUB)),
-        ], [DW, _LW], [DECODER_REGS, LOADER_REGS])
+        ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
 
 
 def token_tile(max_m) -> int:
@@ -427,12 +430,10 @@ def grid_and_sizes(g, max_m, n, num_sms):
 def consts(max_m, k, plan=None):
     """fused_ws_kernel's constexprs and compile options; plan: PLAN's form, for experiments."""
     bt = token_tile(max_m)
-    sub, stages, dw = (plan or PLAN)[bt]
+    sub, stages = (plan or PLAN)[bt]
     if (k // 128) % sub:  # one block a stage, in as many stages as blocks
         sub, stages = 1, sub * stages
-    maxnreg, decoder_regs, loader_regs = REGS[dw]
-    return dict(STAGES=stages, BT=bt, SUB=sub, DW=dw, DECODER_REGS=decoder_regs, LOADER_REGS=loader_regs,
-                num_warps=4, maxnreg=maxnreg)
+    return dict(STAGES=stages, BT=bt, SUB=sub, num_warps=4, maxnreg=MAXNREG)
 
 
 def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None):
