@@ -55,15 +55,20 @@ except ImportError:  # Triton without Gluon: the Triton kernels serve every call
 from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
 BW = 64        # weight rows per tile (the MMA's M)
-# (128-K blocks per stage, stages) by token tile. Every partition waits, fences, syncs and
-# arrives once per stage, and that synchronisation lies on each block's path (runs 71-75): two
-# blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76), four gained at most 0.3 more
-# at 16 tokens and lost at 64 (run 77). Shared memory holds 12, 10 and 8 blocks (189, 179 and
-# 177 KB).
-PLAN = {16: (2, 6), 32: (2, 5), 64: (2, 4)}
+# (128-K blocks per stage, stages, split) by token tile. Every partition waits, fences, syncs
+# and arrives once per stage, and that synchronisation lies on each block's path (runs 71-75):
+# two blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76), four gained at most 0.3
+# more at 16 tokens and lost at 64 (run 77). Shared memory holds 12, 10 and 8 blocks (189, 179
+# and 177 KB). split: the stage's second block decodes into allocations of its own, so that
+# the compiler's barrier analysis sees no hazard between the two blocks' stores and the
+# decoder syncs once a stage instead of twice: 0.2-0.5 us less at 32 and 64 tokens, but 0.1-0.3
+# slower at 16 in every run, for a reason not found (runs 80-82).
+PLAN = {16: (2, 6, False), 32: (2, 5, True), 64: (2, 4, True)}
 SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68)
-assert all(SPEC % sub == 0 and SPEC <= sub * stages for sub, stages in PLAN.values()), \
-    "the speculated blocks must fill whole stages and fit the ring without waiting on a release"
+assert all(SPEC % sub == 0 and SPEC <= sub * stages and (sub == 2 or not split)
+           for sub, stages, split in PLAN.values()), \
+    "the speculated blocks must fill whole stages and fit the ring without waiting on a release; " \
+    "split needs two blocks a stage"
 # Two threads per weight row (8 decoder warps, four per row, were slower: run 78).
 DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
 # Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the
@@ -217,6 +222,18 @@ if HAVE_GLUON:
                     it += 1
 
     @gluon.jit
+    def _block_buf(bufs, bufs1, s, h: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr):
+        """Block h of ring stage s in a per-block buffer (decoded tile or row multipliers): at
+        SUB * s + h, or, where SPLIT, the first block at s and the second in bufs1 at s."""
+        if SPLIT:
+            if h == 0:
+                return bufs.index(s)
+            else:
+                return bufs1.index(s)
+        else:
+            return bufs.index(SUB * s + h)
+
+    @gluon.jit
     def _decode_block(bw_buf, bs_buf, qw_buf, ref_buf, rowl: gl.constexpr, col16, col4):
         """One 128-K block: fold each row's four per-32 scales (kernel._fold_scales_2d's test),
         decode its words into the swizzled e4m3 tile, write the row's multiplier (-1 where the
@@ -251,8 +268,8 @@ if HAVE_GLUON:
         return ok
 
     @gluon.jit
-    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
-                 STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr):
+    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M,
+                 K, NT, TILES, STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr):
         BW: gl.constexpr = bw_bufs.type.shape[1]
         DW: gl.constexpr = _DW
         # DW / 2 threads per weight row (one lane of each of DW / 2 warps): each a share of its
@@ -276,12 +293,13 @@ if HAVE_GLUON:
                 for ks in range(KS):
                     s = it % STAGES
                     mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
-                    ok = _decode_block(bw_bufs.index(SUB * s), bs_bufs.index(SUB * s), qw_bufs.index(SUB * s),
-                                       ref_bufs.index(SUB * s), rowl, col16, col4)
+                    ok = _decode_block(bw_bufs.index(SUB * s), bs_bufs.index(SUB * s),
+                                       _block_buf(qw_bufs, qw1_bufs, s, 0, SUB, SPLIT),
+                                       _block_buf(ref_bufs, ref1_bufs, s, 0, SUB, SPLIT), rowl, col16, col4)
                     for h in gl.static_range(1, SUB):
                         ok = ok & _decode_block(bw_bufs.index(SUB * s + h), bs_bufs.index(SUB * s + h),
-                                                qw_bufs.index(SUB * s + h), ref_bufs.index(SUB * s + h), rowl, col16,
-                                                col4)
+                                                _block_buf(qw_bufs, qw1_bufs, s, h, SUB, SPLIT),
+                                                _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT), rowl, col16, col4)
                     # The stage's flags, one per 32 weight rows (a warp's rows): some row of some
                     # block did not fold. Reduced within each warp only, no barrier (a reduction
                     # across the warps through shared memory cost two a stage: run 79).
@@ -301,8 +319,9 @@ if HAVE_GLUON:
         return acc + t_mma * (ref[:, None] * a_s[None, :])
 
     @gluon.jit
-    def _consumer(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, mm_ptr, c_ptr,
-                  MAX_M, N, K, NT, TILES, STAGES: gl.constexpr, SUB: gl.constexpr):
+    def _consumer(a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty,
+                  mm_ptr, c_ptr, MAX_M, N, K, NT, TILES, STAGES: gl.constexpr, SUB: gl.constexpr,
+                  SPLIT: gl.constexpr):
         BW: gl.constexpr = q_bufs.type.shape[1]
         BT: gl.constexpr = a_bufs.type.shape[1]
         KS = K // (128 * SUB)
@@ -335,33 +354,36 @@ if HAVE_GLUON:
                     if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:  # every row folds
                         # One K = 128 wgmma per block, each promoted as soon as it is done while
                         # the next one runs.
-                        t_prev = warpgroup_mma(q_bufs.index(SUB * s), a_bufs.index(SUB * s).permute((1, 0)), t_mma,
-                                               use_acc=False, is_async=True)
+                        t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, 0, SUB, SPLIT),
+                                               a_bufs.index(SUB * s).permute((1, 0)), t_mma, use_acc=False,
+                                               is_async=True)
                         for h in gl.static_range(1, SUB):
-                            t_next = warpgroup_mma(q_bufs.index(SUB * s + h), a_bufs.index(SUB * s + h).permute((1, 0)),
-                                                   t_mma, use_acc=False, is_async=True)
+                            t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT),
+                                                   a_bufs.index(SUB * s + h).permute((1, 0)), t_mma, use_acc=False,
+                                                   is_async=True)
                             t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
-                            acc = _promote(acc, t_prev, ref_bufs.index(SUB * s + h - 1), as_bufs.index(SUB * s + h - 1),
-                                           mma)
+                            acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, h - 1, SUB, SPLIT),
+                                           as_bufs.index(SUB * s + h - 1), mma)
                             t_prev = t_next
                         t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
-                        acc = _promote(acc, t_prev, ref_bufs.index(SUB * s + SUB - 1), as_bufs.index(SUB * s + SUB - 1),
-                                       mma)
+                        acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, SUB - 1, SUB, SPLIT),
+                                       as_bufs.index(SUB * s + SUB - 1), mma)
                     else:
                         # Rows that do not fold hold raw codes: their 32-groups one at a time,
                         # each times its own scale; rows that fold keep ref.
                         for h in gl.static_range(SUB):
                             b = SUB * s + h
+                            q_tile = _block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT)
                             a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
                             for j in gl.static_range(4):
-                                t_mma = warpgroup_mma(q_bufs.index(b).slice(32 * j, 32, dim=1),
+                                t_mma = warpgroup_mma(q_tile.slice(32 * j, 32, dim=1),
                                                       a_bufs.index(b).slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
                                                       use_acc=False, is_async=True)
                                 t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
                                 sc = bs_bufs.index(b).load(rowl)
                                 s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1),
                                                         gl.SliceLayout(1, mma))
-                                ref = ref_bufs.index(b).load(gl.SliceLayout(1, mma))
+                                ref = _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT).load(gl.SliceLayout(1, mma))
                                 mult = gl.where(ref >= 0.0, ref, s_j)
                                 acc = acc + t_mma * (mult[:, None] * a_s[None, :])
                     mbarrier.arrive(empty.index(s), count=1)
@@ -372,10 +394,11 @@ if HAVE_GLUON:
 
     @gluon.jit
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES,
-                        STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr):
+                        STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr):
         """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
         (token_tile); SUB: 128-K blocks per stage (each with buffers of its own, so every layout
-        is a block's). num_warps = 4 (the consumer, Gluon's default partition)."""
+        is a block's); SPLIT: the second block's decoded tile and multipliers in allocations of
+        their own (PLAN). num_warps = 4 (the consumer, Gluon's default partition)."""
         BW: gl.constexpr = _BW
         # A's tile in wgmma's 128-byte swizzle (rows of 128 e4m3 bytes), like the decoded tile.
         a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
@@ -387,9 +410,16 @@ if HAVE_GLUON:
         # the same 128-byte swizzle).
         qw_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
         q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-        qw_bufs = gl.allocate_shared_memory(gl.int32, [SUB * STAGES, BW, 32], qw_layout)
-        q_bufs = _as_fp8(qw_bufs, [SUB * STAGES, BW, 128], q_layout)
-        ref_bufs = gl.allocate_shared_memory(gl.float32, [SUB * STAGES, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        PER: gl.constexpr = STAGES if SPLIT else SUB * STAGES  # entries of the first allocations
+        qw_bufs = gl.allocate_shared_memory(gl.int32, [PER, BW, 32], qw_layout)
+        q_bufs = _as_fp8(qw_bufs, [PER, BW, 128], q_layout)
+        ref_bufs = gl.allocate_shared_memory(gl.float32, [PER, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        if SPLIT:
+            qw1_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW, 32], qw_layout)
+            q1_bufs = _as_fp8(qw1_bufs, [STAGES, BW, 128], q_layout)
+            ref1_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        else:  # not read (_block_buf)
+            qw1_bufs, q1_bufs, ref1_bufs = qw_bufs, q_bufs, ref_bufs
         flag_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW // 32], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         loaded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         decoded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -399,10 +429,10 @@ if HAVE_GLUON:
             mbarrier.init(decoded.index(i), count=1)
             mbarrier.init(empty.index(i), count=1)
         gl.warp_specialize([
-            (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, mm_ptr, c_ptr,
-                         MAX_M, N, K, NT, TILES, STAGES, SUB)),
-            (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M, K, NT, TILES,
-                        STAGES, BT, SUB)),
+            (_consumer, (a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded,
+                         empty, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES, STAGES, SUB, SPLIT)),
+            (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr,
+                        MAX_M, K, NT, TILES, STAGES, BT, SUB, SPLIT)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
                        N, K, NT, TILES, STAGES, SUB)),
         ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
@@ -430,10 +460,10 @@ def grid_and_sizes(g, max_m, n, num_sms):
 def consts(max_m, k, plan=None):
     """fused_ws_kernel's constexprs and compile options; plan: PLAN's form, for experiments."""
     bt = token_tile(max_m)
-    sub, stages = (plan or PLAN)[bt]
+    sub, stages, split = (plan or PLAN)[bt]
     if (k // 128) % sub:  # one block a stage, in as many stages as blocks
-        sub, stages = 1, sub * stages
-    return dict(STAGES=stages, BT=bt, SUB=sub, num_warps=4, maxnreg=MAXNREG)
+        sub, stages, split = 1, sub * stages, False
+    return dict(STAGES=stages, BT=bt, SUB=sub, SPLIT=split, num_warps=4, maxnreg=MAXNREG)
 
 
 def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None):
