@@ -1,14 +1,15 @@
 """One launch for buckets of 8-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
 
 Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to eighteenth
-sessions, runs 55-57, 65, 68 and 76-79 in docs/kernels/grouped_gemm.md). With at most 64 rows
+sessions, runs 55-57, 65, 68 and 76-82 in docs/kernels/grouped_gemm.md). With at most 64 rows
 in a group its tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the
 two-pass path's decode pass, but never written back to memory as e4m3; and the decode
 overlaps the MMA inside each SM through warp specialisation instead of only across CTAs. A
 persistent CTA per SM has three partitions, synchronised only through per-stage mbarriers. A
 stage holds SUB = 2 128-K blocks (PLAN: 12, 10 or 8 blocks in flight), so that every partition
 waits, fences, syncs and arrives once per two blocks (0.8-1.2 us less than once per block, run
-76):
+76); at 32 and 64 tokens the second block's decoded tile and multipliers live in allocations
+of their own, which spares the decoder one barrier a stage (SPLIT, runs 80-82):
 
 - a loader (two warps): per 128-K block, by cp.async, A's tile (the group's BT token rows) and
   their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
