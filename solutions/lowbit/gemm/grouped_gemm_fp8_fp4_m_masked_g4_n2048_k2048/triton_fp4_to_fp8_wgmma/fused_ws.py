@@ -147,6 +147,18 @@ if HAVE_GLUON:
         return gl.where(first, gl.minimum(KS, _SPEC // SUB), 0)
 
     @gluon.jit
+    def _hand_on(waited, arrived, it, n, STAGES: gl.constexpr):
+        """Stages it .. it + n - 1 passed on untouched: wait for each one's phase of `waited`,
+        then arrive on `arrived`, so that no partition skips a phase (a wait for a phase after
+        one not yet completed would return at once: the parity aliases, run 68). Returns the
+        ring position after them."""
+        for i in range(n):
+            mbarrier.wait(waited.index(it % STAGES), (it // STAGES) & 1)
+            mbarrier.arrive(arrived.index(it % STAGES), count=1)
+            it += 1
+        return it
+
+    @gluon.jit
     def _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, ks, a_src, a_in, w_src, s_src, as_src, in_bucket,
                     SUB: gl.constexpr):
         """The copies of stage ks's SUB 128-K blocks into ring stage s (A's rows in the bucket,
@@ -286,10 +298,7 @@ if HAVE_GLUON:
             g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
             if not work:
                 # The speculated stages of a tile without rows: passed on undecoded.
-                for ks in range(_speculated(t, mt, KS, SUB)):
-                    mbarrier.wait(loaded.index(it % STAGES), (it // STAGES) & 1)
-                    mbarrier.arrive(decoded.index(it % STAGES), count=1)
-                    it += 1
+                it = _hand_on(loaded, decoded, it, _speculated(t, mt, KS, SUB), STAGES)
             else:
                 for ks in range(KS):
                     s = it % STAGES
@@ -338,10 +347,7 @@ if HAVE_GLUON:
             acc = gl.zeros([BW, BT], gl.float32, mma)
             if not work:
                 # The speculated stages of a tile without rows: handed back unused.
-                for ks in range(_speculated(t, mt, KS, SUB)):
-                    mbarrier.wait(decoded.index(it % STAGES), (it // STAGES) & 1)
-                    mbarrier.arrive(empty.index(it % STAGES), count=1)
-                    it += 1
+                it = _hand_on(decoded, empty, it, _speculated(t, mt, KS, SUB), STAGES)
             else:
                 t_mma = gl.zeros([BW, BT], gl.float32, mma)
                 for ks in range(KS):
