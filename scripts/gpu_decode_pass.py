@@ -30,33 +30,60 @@ KER = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "kernel")
 DP = load_solution(DEF, "lowbit", "triton_fp4_to_fp8_wgmma", "decode_pass")
 POISON = 0x7F7F7F7F  # e4m3 NaN bytes; as a float32 ref 3.39e38, which neither kernel writes
 
-# (rows per program, 128-K blocks per program, warps): the heuristic's (16, 4, 4) first.
-CONFIGS = [(16, 4, 4), (32, 4, 8), (16, 8, 8), (64, 4, 8)]
+# name -> (kernel, (rows per program, 128-K blocks per program, warps), programs per group for
+# the loop kernel, stores on). The heuristic's (16, 4, 4) first.
+VARIANTS = {
+    "triton 16x4w4": ("triton", (16, 4, 4), 0, True),
+    "gluon 16x4w4": ("gluon", (16, 4, 4), 0, True),
+    "gluon 16x4w4 nostore": ("gluon", (16, 4, 4), 0, False),
+    "loop 16x4w4 p64": ("loop", (16, 4, 4), 64, True),
+    "loop 16x4w4 p128": ("loop", (16, 4, 4), 128, True),
+    "loop 16x4w4 p256": ("loop", (16, 4, 4), 256, True),
+    "loop 32x4w8 p64": ("loop", (32, 4, 8), 64, True),
+    "loop 32x4w8 p128": ("loop", (32, 4, 8), 128, True),
+    "loop 16x4w4 p128 nostore": ("loop", (16, 4, 4), 128, False),
+}
 
 
-def decode(kernel_name, b, b_s, mm, max_m, cfg, row_ref):
+def decode(vname, b, b_s, mm, max_m, row_ref):
     """bq (int32 words) and ref from one decode pass into poisoned buffers."""
     g, n, kh = b.shape
     k = 2 * kh
-    br, kper, warps = cfg
     bq = torch.full((g, n, k // 4), POISON, dtype=torch.int32, device=dev)
     ref = torch.full((g, k // 128, n), POISON, dtype=torch.int32, device=dev).view(torch.float32)
-    launch(kernel_name, b, b_s, mm, bq, ref, max_m, cfg, row_ref)
+    launch(vname, b, b_s, mm, bq, ref, max_m, row_ref)
     torch.cuda.synchronize()
     return bq, ref.view(torch.int32)
 
 
-def launch(kernel_name, b, b_s, mm, bq, ref, max_m, cfg, row_ref):
+def launch(vname, b, b_s, mm, bq, ref, max_m, row_ref):
+    kind, (br, kper, warps), ppg, store = VARIANTS[vname]
     g, n, kh = b.shape
     k = 2 * kh
-    br, kper, warps = cfg
     grid = (-(-n // br), k // (128 * kper), g)
-    if kernel_name == "gluon":
+    if kind == "gluon":
         DP.decode_pass_kernel[grid](b, b_s, mm, bq, ref, max_m, n, k, BR=br, KPER=kper, ROW_REF=row_ref, PDL=False,
-                                    WARPS=warps, num_warps=warps)
+                                    WARPS=warps, STORE=store, num_warps=warps)
+    elif kind == "loop":
+        DP.decode_loop_kernel[(ppg, 1, g)](b, b_s, mm, bq, ref, max_m, n, k, BR=br, KPER=kper, ROW_REF=row_ref,
+                                           PDL=False, WARPS=warps, STORE=store, num_warps=warps)
     else:
         KER.decode_b_kernel[grid](b, b_s, mm, bq, ref, max_m, n, k, BR=br, USE_ASM=True, PDL=False, KPER=kper,
                                   ROW_REF=row_ref, num_warps=warps)
+
+
+class LoopShim:
+    """Stands in for main.decode_pass_kernel: launches decode_loop_kernel over (ppg, 1, g)
+    with main's arguments; returns nothing, so main never caches it with its own grid."""
+    def __init__(self, vname):
+        _, (self.br, self.kper, self.warps), self.ppg, _ = VARIANTS[vname]
+        self.arg_names = DP.decode_loop_kernel.arg_names
+
+    def __getitem__(self, grid):
+        def go(*args, **kw):
+            kw = {**kw, "BR": self.br, "KPER": self.kper, "WARPS": self.warps, "num_warps": self.warps}
+            DP.decode_loop_kernel[(self.ppg, 1, grid[2])](*args, **kw)
+        return go
 
 
 def scale_cases(n, k, gen):
@@ -88,22 +115,22 @@ def check():
         for sname, b_s in scale_cases(n, K, gen).items():
             for masked in ([5, 1, 3, 7], [0, 9, -3, 2 ** 31 - 1]):
                 mm = torch.tensor(masked, dtype=torch.int32, device=dev)
-                for cfg in CONFIGS:
-                    if not DP.supported(K, *cfg):
+                for vname, (kind, cfg, _, store) in VARIANTS.items():
+                    if kind == "triton" or not store:
                         continue
                     for row_ref in (False, True):
-                        want = decode("triton", b, b_s, mm, 8, cfg, row_ref)
-                        got = decode("gluon", b, b_s, mm, 8, cfg, row_ref)
+                        want = decode("triton 16x4w4", b, b_s, mm, 8, row_ref)
+                        got = decode(vname, b, b_s, mm, 8, row_ref)
                         checked += 1
                         for what, x, y in (("bq", got[0], want[0]), ("ref", got[1], want[1])):
                             if not torch.equal(x, y):
                                 bad = int((x != y).sum())
-                                failures.append(f"n={n} {sname} masked={masked} cfg={cfg} row_ref={row_ref}: "
+                                failures.append(f"n={n} {sname} masked={masked} {vname} row_ref={row_ref}: "
                                                 f"{what} differs in {bad} words")
                         # Groups without rows stay untouched (poisoned) in both.
                         for gi, m in enumerate(masked):
                             if min(m, 8) <= 0 and not bool((got[0][gi] == POISON).all()):
-                                failures.append(f"n={n} {sname} masked={masked} cfg={cfg}: group {gi} written")
+                                failures.append(f"n={n} {sname} masked={masked} {vname}: group {gi} written")
     for f in failures[:20]:
         print("FAIL", f, flush=True)
     print(f"check: {checked - len(failures)} of {checked} comparisons bit-equal ({len(failures)} failures)", flush=True)
@@ -119,35 +146,33 @@ def time_decode():
     ref = torch.empty((G, K // 128, N), dtype=torch.float32, device=dev)
     for label, masked in (("all4", [512] * 4), ("one", [0, 256, 0, 0]), ("none", [0] * 4)):
         mm = torch.tensor(masked, dtype=torch.int32, device=dev)
-        for cfg in CONFIGS:
-            for kname in ("triton", "gluon"):
-                if kname == "gluon" and not DP.supported(K, *cfg):
-                    continue
-                for row_ref in (True, False):
-                    def fn(b, b_s, mm, bq, ref, kname=kname, cfg=cfg, row_ref=row_ref):
-                        launch(kname, b, b_s, mm, bq, ref, 512, cfg, row_ref)
-                    t = time_call(fn, [b, b_s, mm, bq, ref], L2, reps=20).median_us
-                    key = f"{kname} {cfg[0]}x{cfg[1]}w{cfg[2]}{' rr' if row_ref else ''}"
-                    rows.setdefault(key, {})[label] = t
-                    print(f"decode {label} {key}: {t:.2f} us", flush=True)
+        for vname in VARIANTS:
+            for row_ref in (True, False):
+                def fn(b, b_s, mm, bq, ref, vname=vname, row_ref=row_ref):
+                    launch(vname, b, b_s, mm, bq, ref, 512, row_ref)
+                t = time_call(fn, [b, b_s, mm, bq, ref], L2, reps=20).median_us
+                key = f"{vname}{' rr' if row_ref else ''}"
+                rows.setdefault(key, {})[label] = t
+                print(f"decode {label} {key}: {t:.2f} us", flush=True)
     return rows
 
 
-def time_run():
+def time_run(best_loop):
     names = ("m512full", "m512mix", "m1024_75", "m2048full", "m4096e20", "m4096e192", "m4096e1024", "h200",
              "h256one", "h256mix")
     out = {}
     gluon_kernel = main.decode_pass_kernel
+    kinds = (("gluon", gluon_kernel), ("loop", LoopShim(best_loop)), ("triton", None))
     for wname, max_m, masked, exp in [w for w in WORKLOADS if w[0] in names]:
         a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
         c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
         row = {}
-        for label, kern in (("gluon", gluon_kernel), ("triton", None), ("gluon2", gluon_kernel),
-                            ("triton2", None)):
-            main.decode_pass_kernel = kern
-            main._PLANS.clear()
-            row[label] = time_call(lambda *args: main.run(*args), [a, a_s, b, b_s, mm, exp, c], L2,
-                                   reps=20).median_us
+        for rep in ("", "2"):
+            for label, kern in kinds:
+                main.decode_pass_kernel = kern
+                main._PLANS.clear()
+                row[label + rep] = time_call(lambda *args: main.run(*args), [a, a_s, b, b_s, mm, exp, c], L2,
+                                             reps=20).median_us
         main.decode_pass_kernel = gluon_kernel
         main._PLANS.clear()
         out[wname] = row
@@ -160,13 +185,17 @@ if __name__ == "__main__":
           f"{torch.cuda.get_device_name()}", flush=True)
     ok = check()
     dec = time_decode()
-    runs = time_run() if ok else {}
+    loops = [v for v in VARIANTS if VARIANTS[v][0] == "loop" and VARIANTS[v][3]]
+    best_loop = min(loops, key=lambda v: dec[v + " rr"]["all4"] + dec[v]["all4"])
+    print(f"best loop variant (all four groups): {best_loop}", flush=True)
+    runs = time_run(best_loop) if ok else {}
     print("\n=== decode pass alone, GPU us (graph replay, L2 cold, median) ===")
-    print("kernel config".ljust(26) + "".join(c.rjust(9) for c in ("all4", "one", "none")))
+    print("variant".ljust(30) + "".join(c.rjust(9) for c in ("all4", "one", "none")))
     for key, r in dec.items():
-        print(key.ljust(26) + "".join(f"{r[c]:.2f}".rjust(9) for c in ("all4", "one", "none")))
-    print("\n=== run(), GPU us: Gluon decode pass / decode_b_kernel (each timed twice) ===")
+        print(key.ljust(30) + "".join(f"{r[c]:.2f}".rjust(9) for c in ("all4", "one", "none")))
+    print(f"\n=== run(), GPU us: Gluon one-shot / {best_loop} / decode_b_kernel (each timed twice) ===")
     for wname, r in runs.items():
+        best = lambda k: min(r[k], r[k + "2"])  # noqa: E731
         print(wname.ljust(12) + " ".join(f"{k}={v:.2f}" for k, v in r.items())
-              + f"  delta={min(r['gluon'], r['gluon2']) - min(r['triton'], r['triton2']):+.2f}")
+              + f"  gluon-triton={best('gluon') - best('triton'):+.2f} loop-triton={best('loop') - best('triton'):+.2f}")
     print("check passed" if ok else "CHECK FAILED")

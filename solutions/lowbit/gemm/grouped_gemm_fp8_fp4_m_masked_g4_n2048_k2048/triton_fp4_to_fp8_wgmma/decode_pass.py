@@ -68,66 +68,119 @@ if HAVE_GLUON:
         return dexp, ref
 
     @gluon.jit
+    def _chunk_load(bw_ptr, bs_ptr, grp, rt, kt, live, N, K, BR: gl.constexpr, KPER: gl.constexpr,
+                    ROW_REF: gl.constexpr, WARPS: gl.constexpr):
+        """The words and scales of one chunk (row tile rt: BR rows; K tile kt: KPER 128-K
+        blocks) of group grp, all masked off where live is false. -> (scale bits [P, 4], the
+        rows' first-block scale bits (ROW_REF) or the same, words [P, 4, 4])."""
+        P: gl.constexpr = BR * KPER
+        # [pair, 32-group, word]: 16 pairs a warp, 2 lanes a pair, each lane all 4 groups'
+        # scales and 2 words of each group (words 2l, 2l + 1): the fold is in-thread, each
+        # load reads 8 bytes and each store writes 16 (one 32-byte sector a pair).
+        L3: gl.constexpr = gl.BlockedLayout([1, 4, 2], [16, 1, 2], [WARPS, 1, 1], [2, 1, 0])
+        LS: gl.constexpr = gl.SliceLayout(2, L3)  # [pair, group]
+        # Offsets from the chunk's first (row, block): int32 within it, its start once in 64
+        # bits. Row strides as multiples of KB = K / 128, so that the compiler sees 16-byte
+        # aligned rows and vectorises.
+        KB = K // 128
+        row0 = grp.to(gl.int64) * N + rt * BR
+        kb0 = kt * KPER
+        ps = gl.arange(0, P, layout=gl.SliceLayout(1, LS))
+        r = ps // KPER
+        b = ps % KPER
+        ok = ((rt * BR + r < N) & live)[:, None]
+        c4 = gl.arange(0, 4, layout=gl.SliceLayout(0, LS))[None, :]
+        s_rows = bs_ptr + row0 * (KB * 4) + (r * (KB * 4))[:, None] + c4
+        sb = gl.load(s_rows + (kb0 + b)[:, None] * 4, mask=ok, other=1.0).to(gl.int32, bitcast=True)
+        if ROW_REF:
+            sb0 = gl.load(s_rows, mask=ok, other=1.0).to(gl.int32, bitcast=True)
+        else:
+            sb0 = sb
+        w_in = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))[None, None, :]
+        w_ptrs = bw_ptr.to(gl.pointer_type(gl.int32), bitcast=True) + row0 * (KB * 16) + kb0 * 16 \
+            + (r * (KB * 16) + b * 16)[:, None, None] + c4[:, :, None] * 4 + w_in
+        w = gl.load(w_ptrs, mask=ok[:, :, None], other=0)
+        return sb, sb0, w
+
+    @gluon.jit
+    def _chunk_decode(qw_ptr, ref_ptr, grp, rt, kt, live, sb, sb0, w, N, K, BR: gl.constexpr, KPER: gl.constexpr,
+                      ROW_REF: gl.constexpr, WARPS: gl.constexpr, STORE: gl.constexpr):
+        """Fold, decode and store one chunk loaded by _chunk_load. STORE False: timing only,
+        the stores masked by the data (nothing written, nothing optimised away)."""
+        P: gl.constexpr = BR * KPER
+        L3: gl.constexpr = gl.BlockedLayout([1, 4, 2], [16, 1, 2], [WARPS, 1, 1], [2, 1, 0])
+        LS: gl.constexpr = gl.SliceLayout(2, L3)
+        # The decoded bytes [pair, group, 8 words]: a lane's 4 words from its 2 packed words.
+        LQ: gl.constexpr = gl.BlockedLayout([1, 4, 4], [16, 1, 2], [WARPS, 1, 1], [2, 1, 0])
+        KB = K // 128
+        row0 = grp.to(gl.int64) * N + rt * BR
+        kb0 = kt * KPER
+        dexp, ref = _fold(sb, sb0, ROW_REF)
+        ps = gl.arange(0, P, layout=gl.SliceLayout(1, LS))
+        r = ps // KPER
+        b = ps % KPER
+        ref_ok = (rt * BR + r < N) & live
+        if not STORE:
+            ref_ok = ref_ok & (ref == 1.2345)
+        gl.store(ref_ptr + (grp.to(gl.int64) * KB + kb0 + b) * N + rt * BR + r, ref, mask=ref_ok)
+        d = dexp[:, :, None]
+        zero = gl.zeros_like(w)
+        lo, hi = gl.inline_asm_elementwise(_PRMT, "=r,=r,r,r,r",
+                                           [w, zero + (0x3C383000 + d * 0x01010100),
+                                            zero + (0x4C484440 + d * 0x01010101)],
+                                           dtype=(gl.int32, gl.int32), is_pure=True, pack=1)
+        q = gl.convert_layout(gl.reshape(gl.join(lo, hi), [P, 4, 8]), LQ)
+        rq = gl.convert_layout(r, gl.SliceLayout(1, gl.SliceLayout(2, LQ)))
+        bq = gl.convert_layout(b, gl.SliceLayout(1, gl.SliceLayout(2, LQ)))
+        gq = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(2, LQ)))[None, :, None]
+        jq = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, LQ)))[None, None, :]
+        q_off = (rq * (KB * 32) + bq * 32)[:, None, None] + gq * 8 + jq
+        q_ok = ((rt * BR + rq < N) & live)[:, None, None]
+        if not STORE:
+            q_ok = q_ok & (q == 0x13579BDF)
+        gl.store(qw_ptr.to(gl.pointer_type(gl.int32), bitcast=True) + row0 * (KB * 32) + kb0 * 32 + q_off, q,
+                 mask=q_ok)
+
+    @gluon.jit
     def decode_pass_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: gl.constexpr,
-                           KPER: gl.constexpr, ROW_REF: gl.constexpr, PDL: gl.constexpr, WARPS: gl.constexpr):
+                           KPER: gl.constexpr, ROW_REF: gl.constexpr, PDL: gl.constexpr, WARPS: gl.constexpr,
+                           STORE: gl.constexpr = True):
         """decode_b_kernel's grid (cdiv(N, BR), K / (128 KPER), g) and arguments: b_fp4 (as
-        int32 words), b_scale, masked_m, bq (written as int32 words), ref [g, K / 128, N].
-        The BR x KPER (row, block) pairs of a program are its P rows, a row's KPER blocks
-        adjacent; num_warps = WARPS."""
+        int32 words), b_scale, masked_m, bq (written as int32 words), ref [g, K / 128, N]: one
+        chunk of BR rows x KPER blocks a program; num_warps = WARPS."""
         if PDL:
             _launch_dependents()
         grp = gl.program_id(2)
         if gl.minimum(gl.load(mm_ptr + grp), MAX_M) > 0:  # groups without rows: pass 2 reads no B
-            P: gl.constexpr = BR * KPER
-            # [pair, 32-group, word]: 16 pairs a warp, 2 lanes a pair, each lane all 4 groups'
-            # scales and 2 words of each group (words 2l, 2l + 1): the fold is in-thread, each
-            # load reads 8 bytes and each store writes 16 (one 32-byte sector a pair).
-            L3: gl.constexpr = gl.BlockedLayout([1, 4, 2], [16, 1, 2], [WARPS, 1, 1], [2, 1, 0])
-            # The decoded bytes [pair, group, 8 words]: a lane's 4 words from its 2 packed words.
-            LQ: gl.constexpr = gl.BlockedLayout([1, 4, 4], [16, 1, 2], [WARPS, 1, 1], [2, 1, 0])
-            LS: gl.constexpr = gl.SliceLayout(2, L3)  # [pair, group]
-            # Offsets from the program's first (row, block): int32 within the program, the
-            # program's start once in 64 bits. Row strides as multiples of KB = K / 128, so
-            # that the compiler sees 16-byte aligned rows and vectorises.
-            KB = K // 128
-            row0 = gl.program_id(2).to(gl.int64) * N + gl.program_id(0) * BR
-            kb0 = gl.program_id(1) * KPER
-            w_base = bw_ptr.to(gl.pointer_type(gl.int32), bitcast=True) + row0 * (KB * 16) + kb0 * 16
-            q_base = qw_ptr.to(gl.pointer_type(gl.int32), bitcast=True) + row0 * (KB * 32) + kb0 * 32
-            s_base = bs_ptr + row0 * (KB * 4) + kb0 * 4
+            sb, sb0, w = _chunk_load(bw_ptr, bs_ptr, grp, gl.program_id(0), gl.program_id(1), True, N, K, BR, KPER,
+                                     ROW_REF, WARPS)
+            _chunk_decode(qw_ptr, ref_ptr, grp, gl.program_id(0), gl.program_id(1), True, sb, sb0, w, N, K, BR,
+                          KPER, ROW_REF, WARPS, STORE)
 
-            ps = gl.arange(0, P, layout=gl.SliceLayout(1, LS))
-            r = ps // KPER
-            b = ps % KPER
-            n_ok = gl.program_id(0) * BR + r < N
-            c4 = gl.arange(0, 4, layout=gl.SliceLayout(0, LS))[None, :]
-            sb = gl.load(s_base + (r * (KB * 4) + b * 4)[:, None] + c4, mask=n_ok[:, None],
-                         other=1.0).to(gl.int32, bitcast=True)
-            if ROW_REF:
-                sb0 = gl.load(s_base - kb0 * 4 + (r * (KB * 4))[:, None] + c4, mask=n_ok[:, None],
-                              other=1.0).to(gl.int32, bitcast=True)
-            else:
-                sb0 = sb
-            dexp, ref = _fold(sb, sb0, ROW_REF)
-            gl.store(ref_ptr + (gl.program_id(2).to(gl.int64) * KB + kb0 + b) * N + gl.program_id(0) * BR + r, ref,
-                     mask=n_ok)
+    @gluon.jit
+    def decode_loop_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: gl.constexpr,
+                           KPER: gl.constexpr, ROW_REF: gl.constexpr, PDL: gl.constexpr, WARPS: gl.constexpr,
+                           STORE: gl.constexpr = True):
+        """The same pass over a grid (programs per group, 1, g): each program takes its group's
+        chunks c = pid, pid + programs, ... and loads chunk c + programs before it decodes and
+        stores chunk c, so that a program's loads overlap its own decode and stores."""
+        if PDL:
+            _launch_dependents()
+        grp = gl.program_id(2)
+        if gl.minimum(gl.load(mm_ptr + grp), MAX_M) > 0:
+            KT = K // (128 * KPER)
+            chunks = gl.cdiv(N, BR) * KT
+            step = gl.num_programs(0)
+            c = gl.program_id(0)
+            sb, sb0, w = _chunk_load(bw_ptr, bs_ptr, grp, c // KT, c % KT, c < chunks, N, K, BR, KPER, ROW_REF, WARPS)
+            for c in range(gl.program_id(0), chunks, step):
+                nxt = c + step
+                sb_n, sb0_n, w_n = _chunk_load(bw_ptr, bs_ptr, grp, nxt // KT, nxt % KT, nxt < chunks, N, K, BR,
+                                               KPER, ROW_REF, WARPS)
+                _chunk_decode(qw_ptr, ref_ptr, grp, c // KT, c % KT, True, sb, sb0, w, N, K, BR, KPER, ROW_REF,
+                              WARPS, STORE)
+                sb, sb0, w = sb_n, sb0_n, w_n
 
-            w_row = (r * (KB * 16) + b * 16)[:, None, None]
-            w_in = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))[None, None, :]
-            w = gl.load(w_base + w_row + c4[:, :, None] * 4 + w_in, mask=n_ok[:, None, None], other=0)
-            d = dexp[:, :, None]
-            zero = gl.zeros_like(w)
-            lo, hi = gl.inline_asm_elementwise(_PRMT, "=r,=r,r,r,r",
-                                               [w, zero + (0x3C383000 + d * 0x01010100),
-                                                zero + (0x4C484440 + d * 0x01010101)],
-                                               dtype=(gl.int32, gl.int32), is_pure=True, pack=1)
-            q = gl.convert_layout(gl.reshape(gl.join(lo, hi), [P, 4, 8]), LQ)
-            rq = gl.convert_layout(r, gl.SliceLayout(1, gl.SliceLayout(2, LQ)))
-            bq = gl.convert_layout(b, gl.SliceLayout(1, gl.SliceLayout(2, LQ)))
-            gq = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(2, LQ)))[None, :, None]
-            jq = gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, LQ)))[None, None, :]
-            q_off = (rq * (KB * 32) + bq * 32)[:, None, None] + gq * 8 + jq
-            gl.store(q_base + q_off, q, mask=(gl.program_id(0) * BR + rq < N)[:, None, None])
 
 def supported(k, decode_rows, decode_kb, decode_warps):
     """Shapes and configs the Gluon decode pass takes (main.py also needs sm_90 and aligned
