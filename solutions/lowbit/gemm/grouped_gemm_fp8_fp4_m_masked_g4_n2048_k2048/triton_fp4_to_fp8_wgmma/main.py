@@ -17,15 +17,13 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from . import decode_pass, fused_ws
+from . import fused_ws
 from .heuristics import DEFAULT_SMS, ZN, Config, choose_config, grid_split
 from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
 
 # The Gluon kernel (sm_90; None where this Triton has no Gluon), a name of this module so that
 # tools that stand in for main's kernels (tests/test_compile_targets.py) see it.
 fused_ws_kernel = fused_ws.fused_ws_kernel if fused_ws.HAVE_GLUON else None
-# The two-pass path's decode pass in Gluon on sm_90 (decode_pass.py), decode_b_kernel elsewhere.
-decode_pass_kernel = decode_pass.decode_pass_kernel if decode_pass.HAVE_GLUON else None
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 # The interpreter's fp32->bf16 cast truncates; the kernel rounds by hand there.
@@ -175,7 +173,6 @@ class _Plan(NamedTuple):
     compiled: dict           # launch slot -> (CompiledKernel, constexpr tail), see _plan_launch
     descs: dict              # "a", "q" -> descriptor templates (see _rebased)
     ws_sizes: tuple = ()     # fused_ws_kernel's (NT, TILES)
-    gluon_decode: bool = False  # the decode pass by decode_pass_kernel (sm_90) instead of decode_b_kernel
 
 
 _PLANS = {}
@@ -292,12 +289,8 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         grid = (-(-max_m // config.BM) * -(-n // config.BN), g, 1)
     else:
         grid = (-(-n // config.BN) * m_split + -(-max_m // zr), g, config.split_k)
-    # The Gluon decode pass: same grid, arguments and output as decode_b_kernel (run 84).
-    gluon_decode = (config.predec and decode_pass_kernel is not None and dev.type == "cuda" and not _INTERPRET
-                    and torch.version.hip is None and tuple(capability) == (9, 0)
-                    and decode_pass.supported(k, dr, dkb, config.decode_warps))
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb // dkb, g),
-                 dev_index, {}, {}, (), gluon_decode)
+                 dev_index, {}, {})
 
 
 def _plan_for(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, entry) -> _Plan:
@@ -358,16 +351,10 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         # bq holds e4m3 bytes (written as int32 words: the kernel casts the pointers).
         bq = torch.empty((g, n, k), dtype=torch.float8_e4m3fn, device=c.device)
         ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=c.device)
-        if plan.gluon_decode:
-            _plan_launch(plan, "decode", decode_pass_kernel, plan.decode_grid,
-                         (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
-                         dict(BR=cfg.decode_rows, KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, PDL=cfg.pdl,
-                              WARPS=cfg.decode_warps, num_warps=cfg.decode_warps), aligned)
-        else:
-            _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
-                         (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
-                         dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
-                              KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
+        _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
+                     (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
+                     dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
+                          KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
     if cfg.tiles:
         consts, a_desc, q_desc = plan.consts, c, c
         if cfg.tma and aligned:
