@@ -853,7 +853,7 @@ def grouped_tile_gemm_kernel(
     BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
     PDL: tl.constexpr = False, ROW_REF: tl.constexpr = False, ORDER: tl.constexpr = 0,
-    G_P2: tl.constexpr = 1,
+    G_P2: tl.constexpr = 1, CHAIN: tl.constexpr = False,
 ):
     """Pass 2 (the heuristic's choice from max_m 33): grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g),
     one output tile per program, token tiles fastest, so the programs that share a weight tile
@@ -875,6 +875,11 @@ def grouped_tile_gemm_kernel(
     PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
     while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
     ORDER (G_P2: a power of two >= g): which tile each program takes, see _tile_of_program.
+    CHAIN (with PDL; main.py's per-group chain, one group a launch): the next launch (the next
+    group's decode pass) may start once every program here has B (tiles with rows: after
+    gdc_wait) or needs none (zero tiles: at once), so that it runs beside this GEMM; program
+    (0, 0) waits for the decode pass before it ends, so that this grid never completes before
+    its primary (a kernel launched after the chain waits only for the chain's last grid).
     """
     grp, pid_m, pid_n = _tile_of_program(mm_ptr, MAX_M, N, BM, BN, ORDER, G_P2)
     grp64 = grp.to(tl.int64)
@@ -886,9 +891,13 @@ def grouped_tile_gemm_kernel(
     m_valid = offs_m < mm
     n_valid = offs_n < N
     acc = tl.zeros((BM, BN), dtype=tl.float32)
+    if CHAIN and pid_m * BM >= mm:
+        gdc_launch_dependents()  # a zero tile needs no B
     if pid_m * BM < mm:
         if PDL:
             gdc_wait()  # bq and ref come from the decode pass
+            if CHAIN:
+                gdc_launch_dependents()
         ref_rows = ref_ptr + grp64 * KB * N + offs_n
         ref_first = tl.load(ref_rows, mask=n_valid, other=0.0)
         if ROW_REF:
@@ -934,6 +943,9 @@ def grouped_tile_gemm_kernel(
     out = _to_bf16(acc, MANUAL_RNE)
     c_ptrs = c_ptr + grp64 * MAX_M * N + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
     tl.store(c_ptrs, out, mask=(offs_m < MAX_M)[:, None] & n_valid[None, :])
+    if CHAIN:
+        if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
+            gdc_wait()
 
 
 @triton.jit
@@ -962,7 +974,7 @@ def _decode_words(w, d, USE_ASM: tl.constexpr):
 @triton.jit
 def decode_b_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: tl.constexpr,
                     USE_ASM: tl.constexpr, PDL: tl.constexpr = False, KPER: tl.constexpr = 1,
-                    ROW_REF: tl.constexpr = False):
+                    ROW_REF: tl.constexpr = False, JOIN: tl.constexpr = False):
     """Pass 1 of the two-pass path: grid (cdiv(N, BR), K / (128 KPER), g), one [BR rows,
     KPER x 128 K] block per program and no loop, so the whole grid streams B at once.
 
@@ -976,6 +988,9 @@ def decode_b_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: tl
     PDL: let pass 2 (launched as a programmatic dependent) start once every program here has
     started; its programs then take SM slots as these retire, store their zero tiles at once
     and wait (gdc_wait) for this grid's writes only where they need B.
+    JOIN (a decode pass launched as a programmatic dependent of the previous group's GEMM in
+    main.py's chain): program (0, 0, 0) waits for that GEMM before it ends, so that this grid
+    never completes before it (see grouped_tile_gemm_kernel's CHAIN).
     """
     if PDL:
         gdc_launch_dependents()
@@ -984,6 +999,9 @@ def decode_b_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: tl
         _decode_b_block(bw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), bs_ptr,
                         qw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), ref_ptr, grp.to(tl.int64), N, K,
                         BR, USE_ASM, KPER, ROW_REF)
+    if JOIN:
+        if (tl.program_id(0) == 0) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
+            gdc_wait()
 
 
 @triton.jit

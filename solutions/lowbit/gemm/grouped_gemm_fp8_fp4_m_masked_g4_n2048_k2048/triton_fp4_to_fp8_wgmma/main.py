@@ -271,6 +271,11 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
                 raise ValueError(f"config: {flag} needs tiles=True on a CUDA device (not the interpreter), "
                                  f"got {config}")
             config = dataclasses.replace(config, **{flag: False})
+    if config.chain and not config.pdl:  # the chain is programmatic dependent launches
+        if not chosen:
+            raise ValueError(f"config: chain needs tiles=True and pdl=True on a CUDA device (not the interpreter), "
+                             f"got {config}")
+        config = dataclasses.replace(config, chain=False)
     if config.tiles:
         # G_P2: a tile order other than the grid's reads every group's masked_m as one vector
         # (kernel._tile_of_program); 1 otherwise, so that g does not enter the specialization.
@@ -345,6 +350,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         _plan_launch(plan, "ws", fused_ws_kernel, plan.grid,
                      (a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, *plan.ws_sizes), plan.consts, aligned)
         return c
+    if cfg.chain and g > 1:
+        return _chained_passes(plan, a_fp8, a_scale, b_fp4, b_scale, masked_m, c)
     bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
     if cfg.predec:
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale.
@@ -379,6 +386,45 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     _plan_launch(plan, "gemm", grouped_gemm_kernel, plan.grid,
                  (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, part, tick, max_m, n, k, plan.m_split),
                  plan.consts, aligned)
+    return c
+
+
+def _chained_passes(plan, a_fp8, a_scale, b_fp4, b_scale, masked_m, c):
+    """The two passes one group at a time (Config.chain): decode_b_kernel then
+    grouped_tile_gemm_kernel per group, each launch a programmatic dependent of the one before,
+    so that group g + 1's decode pass (memory-bound on its e4m3 writes, run 85) runs beside
+    group g's GEMM (latency-bound, run 45) instead of before every GEMM. The GEMM of a group
+    lets the next launch start once its tiles have their B (kernel's CHAIN); every grid of the
+    chain waits for its predecessor before it ends (CHAIN, JOIN), so that the chain's last grid
+    completes last. Each group's launches see that group's slices (g = 1)."""
+    g, max_m, n, k, cfg = plan.g, plan.max_m, plan.n, plan.k, plan.config
+    bq = torch.empty((g, n, k), dtype=torch.float8_e4m3fn, device=c.device)
+    ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=c.device)
+    decode_grid = plan.decode_grid[:2] + (1,)
+    gemm_grid = (plan.grid[0], 1, 1)
+    for gi in range(g):
+        part = [t[gi:gi + 1] for t in (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref)]
+        a_g, as_g, b_g, bs_g, mm_g, c_g, bq_g, ref_g = part
+        # masked_m's slices start 4 bytes apart: only some are 16-byte aligned, so each group
+        # keeps launch slots of its own.
+        aligned = not any(t.data_ptr() & 15 for t in part)
+        pdl = {"launch_pdl": True} if gi else {}
+        _plan_launch(plan, f"decode{gi}", decode_b_kernel, decode_grid,
+                     (b_g, bs_g, mm_g, bq_g, ref_g, max_m, n, k),
+                     dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=True, KPER=cfg.decode_kb,
+                          ROW_REF=cfg.row_ref, JOIN=gi > 0, num_warps=cfg.decode_warps, **pdl), aligned)
+        consts, a_desc, q_desc = plan.consts, c_g, c_g
+        if cfg.tma and aligned:
+            if "a1" not in plan.descs:
+                plan.descs.update(_templates(a1=TensorDescriptor.from_tensor(a_g.view(max_m, k), [cfg.BM, 128]),
+                                             q1=TensorDescriptor.from_tensor(bq_g.view(n, k), [cfg.BN, 128])))
+            a_desc = _rebased(plan.descs["a1"], a_g.view(max_m, k))
+            q_desc = _rebased(plan.descs["q1"], bq_g.view(n, k))
+        elif cfg.tma:
+            consts = {name: value for name, value in consts.items() if name != "maxnreg"}
+            consts["TMA"] = False
+        _plan_launch(plan, f"gemm{gi}", grouped_tile_gemm_kernel, gemm_grid,
+                     (a_g, as_g, b_g, bs_g, mm_g, c_g, bq_g, ref_g, a_desc, q_desc, max_m, n, k), consts, aligned)
     return c
 
 
