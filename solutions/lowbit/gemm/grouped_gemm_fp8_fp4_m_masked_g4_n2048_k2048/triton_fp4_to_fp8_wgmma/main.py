@@ -85,7 +85,9 @@ def _launch(kernel, grid, args, consts, dev):
     if hasattr(ck, "result"):  # an asynchronous compile's future
         ck = ck.result()
     if hasattr(ck, "run") and hasattr(ck, "launch_metadata") and hasattr(triton, "knobs"):
-        hit = _COMPILED[key] = (ck, tuple(consts[name] for name in kernel.arg_names[len(args):]))
+        # The constexprs after the positional arguments, a defaulted one left out at its default.
+        hit = _COMPILED[key] = (ck, tuple(consts[p.name] if p.name in consts else p.default
+                                          for p in kernel.params[len(args):]))
     return hit
 
 
