@@ -19,13 +19,16 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import fused_ws
 from .heuristics import DEFAULT_SMS, ZN, Config, choose_config, grid_split
-from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
+from .kernel import decode_b_flagged_kernel, decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
 
 # The Gluon kernel (sm_90; None where this Triton has no Gluon), a name of this module so that
 # tools that stand in for main's kernels (tests/test_compile_targets.py) see it.
 fused_ws_kernel = fused_ws.fused_ws_kernel if fused_ws.HAVE_GLUON else None
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
+# decode_b_flagged_kernel's programs per SM (Config.flags): all resident at once (40 registers,
+# 4 warps: 12 fit an SM), so that the GEMM, launched once every one has started, starts early.
+FLAG_PROGRAMS_PER_SM = 4
 # The interpreter's fp32->bf16 cast truncates; the kernel rounds by hand there.
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -175,6 +178,7 @@ class _Plan(NamedTuple):
     compiled: dict           # launch slot -> (CompiledKernel, constexpr tail), see _plan_launch
     descs: dict              # "a", "q" -> descriptor templates (see _rebased)
     ws_sizes: tuple = ()     # fused_ws_kernel's (NT, TILES)
+    flag_programs: int = 0   # decode_b_flagged_kernel's grid (Config.flags)
 
 
 _PLANS = {}
@@ -273,11 +277,11 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
                 raise ValueError(f"config: {flag} needs tiles=True on a CUDA device (not the interpreter), "
                                  f"got {config}")
             config = dataclasses.replace(config, **{flag: False})
-    if config.chain and not config.pdl:  # the chain is programmatic dependent launches
+    if config.flags and not config.pdl:  # the GEMM must launch while the flagged decode runs
         if not chosen:
-            raise ValueError(f"config: chain needs tiles=True and pdl=True on a CUDA device (not the interpreter), "
+            raise ValueError(f"config: flags needs tiles=True and pdl=True on a CUDA device (not the interpreter), "
                              f"got {config}")
-        config = dataclasses.replace(config, chain=False)
+        config = dataclasses.replace(config, flags=False)
     if config.tiles:
         # G_P2: a tile order other than the grid's reads every group's masked_m as one vector
         # (kernel._tile_of_program); 1 otherwise, so that g does not enter the specialization.
@@ -297,7 +301,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     else:
         grid = (-(-n // config.BN) * m_split + -(-max_m // zr), g, config.split_k)
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb // dkb, g),
-                 dev_index, {}, {})
+                 dev_index, {}, {}, (), FLAG_PROGRAMS_PER_SM * num_sms)
 
 
 def _plan_for(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, entry) -> _Plan:
@@ -352,18 +356,26 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         _plan_launch(plan, "ws", fused_ws_kernel, plan.grid,
                      (a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, *plan.ws_sizes), plan.consts, aligned)
         return c
-    if cfg.chain and g > 1:
-        return _chained_passes(plan, a_fp8, a_scale, b_fp4, b_scale, masked_m, c)
-    bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
+    bq = ref = part = tick = cnt = c  # placeholders for pointers the chosen path never reads
+    flag_target = 0
     if cfg.predec:
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale.
         # bq holds e4m3 bytes (written as int32 words: the kernel casts the pointers).
         bq = torch.empty((g, n, k), dtype=torch.float8_e4m3fn, device=c.device)
         ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=c.device)
-        _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
-                     (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
-                     dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
-                          KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
+        if cfg.flags:
+            # Per call, zeroed: the decode programs count each group's chunks in it (run 87).
+            cnt = torch.zeros(g, dtype=torch.int32, device=c.device)
+            flag_target = plan.decode_grid[0] * plan.decode_grid[1]
+            _plan_launch(plan, "decode", decode_b_flagged_kernel, (plan.flag_programs, 1, 1),
+                         (b_fp4, b_scale, masked_m, bq, ref, cnt, max_m, n, k, g),
+                         dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], KPER=cfg.decode_kb,
+                              ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
+        else:
+            _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
+                         (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
+                         dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
+                              KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
     if cfg.tiles:
         consts, a_desc, q_desc = plan.consts, c, c
         if cfg.tma and aligned:
@@ -379,8 +391,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
             consts = {name: value for name, value in consts.items() if name != "maxnreg"}
             consts["TMA"] = False
         _plan_launch(plan, "gemm", grouped_tile_gemm_kernel, plan.grid,
-                     (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, a_desc, q_desc, max_m, n, k),
-                     consts, aligned)
+                     (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, a_desc, q_desc, max_m, n, k, cnt,
+                      flag_target), consts, aligned)
         return c
     if cfg.split_k > 1:
         tiles = g * -(-max_m // cfg.BM) * -(-n // cfg.BN)
@@ -388,45 +400,6 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     _plan_launch(plan, "gemm", grouped_gemm_kernel, plan.grid,
                  (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, part, tick, max_m, n, k, plan.m_split),
                  plan.consts, aligned)
-    return c
-
-
-def _chained_passes(plan, a_fp8, a_scale, b_fp4, b_scale, masked_m, c):
-    """The two passes one group at a time (Config.chain): decode_b_kernel then
-    grouped_tile_gemm_kernel per group, each launch a programmatic dependent of the one before,
-    so that group g + 1's decode pass (memory-bound on its e4m3 writes, run 85) runs beside
-    group g's GEMM (latency-bound, run 45) instead of before every GEMM. The GEMM of a group
-    lets the next launch start once its tiles have their B (kernel's CHAIN); every grid of the
-    chain waits for its predecessor before it ends (CHAIN, JOIN), so that the chain's last grid
-    completes last. Each group's launches see that group's slices (g = 1)."""
-    g, max_m, n, k, cfg = plan.g, plan.max_m, plan.n, plan.k, plan.config
-    bq = torch.empty((g, n, k), dtype=torch.float8_e4m3fn, device=c.device)
-    ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=c.device)
-    decode_grid = plan.decode_grid[:2] + (1,)
-    gemm_grid = (plan.grid[0], 1, 1)
-    for gi in range(g):
-        part = [t[gi:gi + 1] for t in (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref)]
-        a_g, as_g, b_g, bs_g, mm_g, c_g, bq_g, ref_g = part
-        # masked_m's slices start 4 bytes apart: only some are 16-byte aligned, so each group
-        # keeps launch slots of its own.
-        aligned = not any(t.data_ptr() & 15 for t in part)
-        pdl = {"launch_pdl": True} if gi else {}
-        _plan_launch(plan, f"decode{gi}", decode_b_kernel, decode_grid,
-                     (b_g, bs_g, mm_g, bq_g, ref_g, max_m, n, k),
-                     dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=True, KPER=cfg.decode_kb,
-                          ROW_REF=cfg.row_ref, JOIN=gi > 0, num_warps=cfg.decode_warps, **pdl), aligned)
-        consts, a_desc, q_desc = plan.consts, c_g, c_g
-        if cfg.tma and aligned:
-            if "a1" not in plan.descs:
-                plan.descs.update(_templates(a1=TensorDescriptor.from_tensor(a_g.view(max_m, k), [cfg.BM, 128]),
-                                             q1=TensorDescriptor.from_tensor(bq_g.view(n, k), [cfg.BN, 128])))
-            a_desc = _rebased(plan.descs["a1"], a_g.view(max_m, k))
-            q_desc = _rebased(plan.descs["q1"], bq_g.view(n, k))
-        elif cfg.tma:
-            consts = {name: value for name, value in consts.items() if name != "maxnreg"}
-            consts["TMA"] = False
-        _plan_launch(plan, f"gemm{gi}", grouped_tile_gemm_kernel, gemm_grid,
-                     (a_g, as_g, b_g, bs_g, mm_g, c_g, bq_g, ref_g, a_desc, q_desc, max_m, n, k), consts, aligned)
     return c
 
 

@@ -1,15 +1,16 @@
-"""GPU check and timing of the per-group chain of the two-pass path (Config.chain), nineteenth
-session, run 86 of docs/kernels/grouped_gemm.md.
+"""GPU check and timing of the two-pass path with per-group flags (Config.flags: the decode pass
+in group order, each GEMM tile waiting on its group's count), nineteenth session, run 87 of
+docs/kernels/grouped_gemm.md.
 
 1. For each two-pass workload and extra masked_m patterns (groups empty first, last, in the
    middle, all empty, negative and past max_m), on UE8M0, adversarial and wide scales: the
-   chained call's c (NaN-poisoned before) must equal the heuristic's unchained c bit for bit and
-   pass the float64 oracle's check; the comparison is a kernel launched right after the chain
-   without a host sync, so it also tests that the chain's last grid completes last. Repeated
-   20 times on one case.
-2. GPU time (CUDA-graph replay, L2 cold, median) of run()'s choice with and without chain,
+   flagged call's c (NaN-poisoned before) must equal the heuristic's c bit for bit and pass
+   the float64 oracle's check; the comparison is a kernel launched right after the call
+   without a host sync, so it also tests that the GEMM grid completes last. Repeated 20 times
+   on one case.
+2. GPU time (CUDA-graph replay, L2 cold, median) of run()'s choice with and without flags,
    alternated twice, and host time per call (eager, 100 calls).
-Prints a table last. Run from the repository root: python3 scripts/gpu_chain.py
+Prints a table last. Run from the repository root: python3 scripts/gpu_flags.py
 """
 
 import dataclasses
@@ -35,7 +36,7 @@ def configs(max_m, exp):
     cfg = H.choose_config(max_m, exp, N, torch.cuda.get_device_capability(), SMS, g=G, k=K, ws=True)
     if not (cfg.tiles and cfg.pdl):
         return cfg, None
-    return cfg, dataclasses.replace(cfg, chain=True)
+    return cfg, dataclasses.replace(cfg, flags=True)
 
 
 def call(cfg, a, a_s, b, b_s, mm, exp, c):
@@ -50,8 +51,8 @@ def check():
               (2048, [2048, 0, 1500, 3], 1830, "adversarial")]
     ok = True
     for i, (max_m, masked, exp, sc) in enumerate(cases):
-        base, chain = configs(max_m, exp)
-        if chain is None:
+        base, flagged = configs(max_m, exp)
+        if flagged is None:
             print(f"check max_m={max_m} {masked}: not a tiles+pdl config ({base}), skipped", flush=True)
             continue
         a, a_s, b, b_s, mm = make(max_m, masked, seed=i, scales=sc)
@@ -61,34 +62,34 @@ def check():
         same = True
         for _ in range(reps):
             got = torch.full((G, max_m, N), float("nan"), dtype=torch.bfloat16, device=dev)
-            call(chain, a, a_s, b, b_s, mm, exp, got)
-            # No host sync before the comparison: it runs after the chain in stream order.
+            call(flagged, a, a_s, b, b_s, mm, exp, got)
+            # No host sync before the comparison: it runs after the call in stream order.
             same &= bool(torch.equal(got.view(torch.int16), want.view(torch.int16)))
         try:
-            check_accuracy(got.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"chain/{sc}/{max_m}/{masked}")
+            check_accuracy(got.cpu(), oracle64(a, a_s, b, b_s, mm).cpu(), what=f"flags/{sc}/{max_m}/{masked}")
             oracle = "ok"
         except AssertionError as e:
             oracle = f"FAIL {str(e)[:200]}"
             ok = ok and sc == "wide"  # the two-pass path's known limit on wide scales (run 17)
         ok &= same
-        print(f"check max_m={max_m} {masked} {sc}: bit-equal to unchained x{reps}: {same}; oracle: {oracle}", flush=True)
+        print(f"check max_m={max_m} {masked} {sc}: bit-equal to unflagged x{reps}: {same}; oracle: {oracle}", flush=True)
     return ok
 
 
 def timing():
     rows = {}
     for wname, max_m, masked, exp in [w for w in WORKLOADS if w[0] in NAMES]:
-        base, chain = configs(max_m, exp)
-        if chain is None:
+        base, flagged = configs(max_m, exp)
+        if flagged is None:
             continue
         a, a_s, b, b_s, mm = make(max_m, masked, seed=7)
         c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
         row = {}
         for rep in ("", "2"):
-            for label, cfg in (("base", base), ("chain", chain)):
+            for label, cfg in (("base", base), ("flags", flagged)):
                 row[label + rep] = time_call(lambda *args, cfg=cfg: call(cfg, *args), [a, a_s, b, b_s, mm, exp, c],
                                              L2, reps=20).median_us
-        for label, cfg in (("base", base), ("chain", chain)):
+        for label, cfg in (("base", base), ("flags", flagged)):
             for _ in range(3):
                 call(cfg, a, a_s, b, b_s, mm, exp, c)
             torch.cuda.synchronize()
@@ -107,9 +108,9 @@ if __name__ == "__main__":
           flush=True)
     ok = check()
     rows = timing() if ok else {}
-    print("\n=== GPU us (graph replay, L2 cold, median), unchained / chained, twice; host us per call ===")
+    print("\n=== GPU us (graph replay, L2 cold, median), without / with flags, twice; host us per call ===")
     for wname, r in rows.items():
-        best_b, best_c = min(r["base"], r["base2"]), min(r["chain"], r["chain2"])
-        print(f"{wname.ljust(12)} base {r['base']:.2f} {r['base2']:.2f}  chain {r['chain']:.2f} {r['chain2']:.2f}"
-              f"  delta {best_c - best_b:+.2f}  host {r['host_base']:.1f} -> {r['host_chain']:.1f}")
+        best_b, best_c = min(r["base"], r["base2"]), min(r["flags"], r["flags2"])
+        print(f"{wname.ljust(12)} base {r['base']:.2f} {r['base2']:.2f}  flags {r['flags']:.2f} {r['flags2']:.2f}"
+              f"  delta {best_c - best_b:+.2f}  host {r['host_base']:.1f} -> {r['host_flags']:.1f}")
     print("check passed" if ok else "CHECK FAILED")
