@@ -76,7 +76,8 @@ def check():
     return ok
 
 
-def timing():
+def timing(ppsm_values):
+    """Unflagged, then flagged with each decode_b_flagged_kernel grid (programs per SM)."""
     rows = {}
     for wname, max_m, masked, exp in [w for w in WORKLOADS if w[0] in NAMES]:
         base, flagged = configs(max_m, exp)
@@ -86,9 +87,15 @@ def timing():
         c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device=dev)
         row = {}
         for rep in ("", "2"):
-            for label, cfg in (("base", base), ("flags", flagged)):
-                row[label + rep] = time_call(lambda *args, cfg=cfg: call(cfg, *args), [a, a_s, b, b_s, mm, exp, c],
-                                             L2, reps=20).median_us
+            row["base" + rep] = time_call(lambda *args: call(base, *args), [a, a_s, b, b_s, mm, exp, c], L2,
+                                          reps=20).median_us
+            for ppsm in ppsm_values:
+                main.FLAG_PROGRAMS_PER_SM = ppsm
+                main._PLANS.clear()
+                row[f"flags{ppsm}" + rep] = time_call(lambda *args: call(flagged, *args), [a, a_s, b, b_s, mm, exp, c],
+                                                      L2, reps=20).median_us
+        main.FLAG_PROGRAMS_PER_SM = ppsm_values[0]
+        main._PLANS.clear()
         for label, cfg in (("base", base), ("flags", flagged)):
             for _ in range(3):
                 call(cfg, a, a_s, b, b_s, mm, exp, c)
@@ -106,11 +113,21 @@ def timing():
 if __name__ == "__main__":
     print(f"torch {torch.__version__}, triton {__import__('triton').__version__}, {torch.cuda.get_device_name()}",
           flush=True)
-    ok = check()
-    rows = timing() if ok else {}
-    print("\n=== GPU us (graph replay, L2 cold, median), without / with flags, twice; host us per call ===")
+    ppsm_values = [int(x) for x in sys.argv[sys.argv.index("--ppsm") + 1].split(",")] if "--ppsm" in sys.argv \
+        else [main.FLAG_PROGRAMS_PER_SM]
+    ok = True
+    for ppsm in ppsm_values:
+        main.FLAG_PROGRAMS_PER_SM = ppsm
+        main._PLANS.clear()
+        print(f"checks with {ppsm} decode programs an SM", flush=True)
+        ok &= check()
+    rows = timing(ppsm_values) if ok else {}
+    print("\n=== GPU us (graph replay, L2 cold, median), without / with flags (decode programs an SM), "
+          "twice; host us per call ===")
     for wname, r in rows.items():
-        best_b, best_c = min(r["base"], r["base2"]), min(r["flags"], r["flags2"])
-        print(f"{wname.ljust(12)} base {r['base']:.2f} {r['base2']:.2f}  flags {r['flags']:.2f} {r['flags2']:.2f}"
-              f"  delta {best_c - best_b:+.2f}  host {r['host_base']:.1f} -> {r['host_flags']:.1f}")
+        best_b = min(r["base"], r["base2"])
+        print(f"{wname.ljust(12)} base {r['base']:.2f} {r['base2']:.2f}"
+              + "".join(f"  flags{p} {r[f'flags{p}']:.2f} {r[f'flags{p}2']:.2f} ({min(r[f'flags{p}'], r[f'flags{p}2']) - best_b:+.2f})"
+                        for p in ppsm_values)
+              + f"  host {r['host_base']:.1f} -> {r['host_flags']:.1f}")
     print("check passed" if ok else "CHECK FAILED")

@@ -1004,11 +1004,12 @@ _FENCE_PROXY_ASM = tl.constexpr("fence.proxy.async; // dummy $0")
 @triton.jit
 def decode_b_flagged_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, cnt_ptr, MAX_M, N, K, G,
                             BR: tl.constexpr, USE_ASM: tl.constexpr, KPER: tl.constexpr = 1,
-                            ROW_REF: tl.constexpr = False):
+                            ROW_REF: tl.constexpr = False, FENCE: tl.constexpr = False):
     """decode_b_kernel's work for grouped_tile_gemm_kernel's FLAGS (run 87): a grid of a few
     programs an SM, each taking the chunks (BR rows x KPER blocks) c = pid, pid + programs, ...
     in group-major order, so that the groups finish one after another; after each chunk of a
-    group with rows, cnt[group] += 1 (release, after every thread's stores and a fence). The
+    group with rows, cnt[group] += 1 (release by one thread after a barrier, as CUTLASS's
+    generic barrier arrives; FENCE: every thread also fences at GPU scope first). The
     GEMM, launched as a programmatic dependent once every program here has started, starts a
     group's tiles when its count is complete instead of after this whole grid."""
     gdc_launch_dependents()
@@ -1022,7 +1023,8 @@ def decode_b_flagged_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, cnt_ptr, MA
             _decode_b_block(bw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), bs_ptr,
                             qw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), ref_ptr, grp.to(tl.int64),
                             r // kt_n, r % kt_n, N, K, BR, USE_ASM, KPER, ROW_REF)
-            tl.inline_asm_elementwise(_FENCE_GPU_ASM, "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+            if FENCE:
+                tl.inline_asm_elementwise(_FENCE_GPU_ASM, "=r", [], dtype=tl.int32, is_pure=False, pack=1)
             tl.debug_barrier()
             tl.atomic_add(cnt_ptr + grp, 1, sem="release", scope="gpu")
 
