@@ -48,7 +48,7 @@ def grouped_tile_config(kernel, bn, stages, row_ref=False):
     sig = {"a_ptr": "*fp8e4nv", "as_ptr": "*fp32", "b_ptr": "*u8", "bs_ptr": "*fp32", "mm_ptr": "*i32",
            "c_ptr": "*bf16", "bq_ptr": "*fp8e4nv", "ref_ptr": "*fp32",
            "a_desc": "tensordesc<fp8e4nv[64, 128]>", "bq_desc": f"tensordesc<fp8e4nv[{bn}, 128]>",
-           "MAX_M": "i32", "N": "i32", "K": "i32", "cnt_ptr": "*i32", "flag_target": "i32"}
+           "MAX_M": "i32", "N": "i32", "K": "i32"}
     consts = dict(BM=64, BN=bn, TMA=True, MANUAL_RNE=False, USE_ASM=True, CORR_ASM=True, PLAIN=False, PDL=False,
                   ROW_REF=row_ref)
     # 16-byte aligned pointers and N, K divisible by 16, as in the definition's calls.

@@ -76,8 +76,6 @@ class Config:
                            # for 8-128-row buckets; its tiles and stages follow from max_m and k
                            # (fused_ws.token_tile, fused_ws.BW, fused_ws.PLAN): BN records BW,
                            # BM (64) and num_stages are not read
-    flags: bool = False    # tiles with pdl: the decode pass in group order (decode_b_flagged_kernel),
-                           # each GEMM tile waiting on its group's count, not the whole pass (run 87)
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -89,8 +87,7 @@ class Config:
     def tile_kwargs(self):
         """grouped_tile_gemm_kernel's constexprs and compile options."""
         return dict(BM=self.BM, BN=self.BN, TMA=self.tma, USE_ASM=self.use_asm, PLAIN=self.ablate != 0,
-                    PDL=self.pdl, ROW_REF=self.row_ref, ORDER=self.order, FLAGS=self.flags,
-                    num_warps=self.num_warps, num_stages=self.num_stages,
+                    PDL=self.pdl, ROW_REF=self.row_ref, ORDER=self.order, num_warps=self.num_warps, num_stages=self.num_stages,
                     **({"launch_pdl": True} if self.pdl else {}),
                     **({"maxnreg": self.maxnreg} if self.maxnreg else {}))
 

@@ -849,11 +849,11 @@ def _tile_of_program(mm_ptr, MAX_M, N, BM: tl.constexpr, BN: tl.constexpr, ORDER
 @triton.jit
 def grouped_tile_gemm_kernel(
     a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr, bq_ptr, ref_ptr, a_desc, bq_desc,
-    MAX_M, N, K, cnt_ptr, flag_target,
+    MAX_M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, TMA: tl.constexpr, MANUAL_RNE: tl.constexpr,
     USE_ASM: tl.constexpr, CORR_ASM: tl.constexpr, PLAIN: tl.constexpr = False,
     PDL: tl.constexpr = False, ROW_REF: tl.constexpr = False, ORDER: tl.constexpr = 0,
-    G_P2: tl.constexpr = 1, FLAGS: tl.constexpr = False,
+    G_P2: tl.constexpr = 1,
 ):
     """Pass 2 (the heuristic's choice from max_m 33): grid = (cdiv(MAX_M, BM) * cdiv(N, BN), g),
     one output tile per program, token tiles fastest, so the programs that share a weight tile
@@ -875,10 +875,6 @@ def grouped_tile_gemm_kernel(
     PDL (launched as a programmatic dependent of decode_b_kernel): zero tiles are stored
     while the decode pass still runs; GEMM tiles wait for its writes (gdc_wait) first.
     ORDER (G_P2: a power of two >= g): which tile each program takes, see _tile_of_program.
-    FLAGS (with PDL, after decode_b_flagged_kernel): a tile with rows waits until its group's
-    count cnt_ptr[grp] reaches flag_target (the group's decode chunks) instead of for the whole
-    decode grid; program (0, 0) still waits for the grid (gdc_wait) before it ends, so that this
-    grid never completes before the decode pass (run 87).
     """
     grp, pid_m, pid_n = _tile_of_program(mm_ptr, MAX_M, N, BM, BN, ORDER, G_P2)
     grp64 = grp.to(tl.int64)
@@ -891,9 +887,7 @@ def grouped_tile_gemm_kernel(
     n_valid = offs_n < N
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     if pid_m * BM < mm:
-        if FLAGS:
-            _wait_flag(cnt_ptr, grp, flag_target)  # this group's bq and ref are written
-        elif PDL:
+        if PDL:
             gdc_wait()  # bq and ref come from the decode pass
         ref_rows = ref_ptr + grp64 * KB * N + offs_n
         ref_first = tl.load(ref_rows, mask=n_valid, other=0.0)
@@ -940,9 +934,6 @@ def grouped_tile_gemm_kernel(
     out = _to_bf16(acc, MANUAL_RNE)
     c_ptrs = c_ptr + grp64 * MAX_M * N + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
     tl.store(c_ptrs, out, mask=(offs_m < MAX_M)[:, None] & n_valid[None, :])
-    if FLAGS:
-        if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
-            gdc_wait()
 
 
 @triton.jit
@@ -991,65 +982,22 @@ def decode_b_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, MAX_M, N, K, BR: tl
     grp = tl.program_id(2)
     if tl.minimum(tl.load(mm_ptr + grp), MAX_M) > 0:
         _decode_b_block(bw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), bs_ptr,
-                        qw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), ref_ptr, grp.to(tl.int64),
-                        tl.program_id(0), tl.program_id(1), N, K, BR, USE_ASM, KPER, ROW_REF)
-
-
-# A fence at GPU scope (every thread), and one that orders this thread's generic-proxy accesses
-# before its later async-proxy ones (TMA); inline PTX with a dummy output, as Triton's gdc ops.
-_FENCE_GPU_ASM = tl.constexpr("fence.acq_rel.gpu; // dummy $0")
-_FENCE_PROXY_ASM = tl.constexpr("fence.proxy.async; // dummy $0")
+                        qw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), ref_ptr, grp.to(tl.int64), N, K,
+                        BR, USE_ASM, KPER, ROW_REF)
 
 
 @triton.jit
-def decode_b_flagged_kernel(bw_ptr, bs_ptr, mm_ptr, qw_ptr, ref_ptr, cnt_ptr, MAX_M, N, K, G,
-                            BR: tl.constexpr, USE_ASM: tl.constexpr, KPER: tl.constexpr = 1,
-                            ROW_REF: tl.constexpr = False, FENCE: tl.constexpr = False):
-    """decode_b_kernel's work for grouped_tile_gemm_kernel's FLAGS (run 87): a grid of a few
-    programs an SM, each taking the chunks (BR rows x KPER blocks) c = pid, pid + programs, ...
-    in group-major order, so that the groups finish one after another; after each chunk of a
-    group with rows, cnt[group] += 1 (release by one thread after a barrier, as CUTLASS's
-    generic barrier arrives; FENCE: every thread also fences at GPU scope first). The
-    GEMM, launched as a programmatic dependent once every program here has started, starts a
-    group's tiles when its count is complete instead of after this whole grid."""
-    gdc_launch_dependents()
-    rt_n = tl.cdiv(N, BR)
-    kt_n = K // (128 * KPER)
-    per_group = rt_n * kt_n
-    for c in range(tl.program_id(0), G * per_group, tl.num_programs(0)):
-        grp = c // per_group
-        r = c % per_group
-        if tl.minimum(tl.load(mm_ptr + grp), MAX_M) > 0:
-            _decode_b_block(bw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), bs_ptr,
-                            qw_ptr.to(tl.pointer_type(tl.int32), bitcast=True), ref_ptr, grp.to(tl.int64),
-                            r // kt_n, r % kt_n, N, K, BR, USE_ASM, KPER, ROW_REF)
-            if FENCE:
-                tl.inline_asm_elementwise(_FENCE_GPU_ASM, "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-            tl.debug_barrier()
-            tl.atomic_add(cnt_ptr + grp, 1, sem="release", scope="gpu")
-
-
-@triton.jit
-def _wait_flag(cnt_ptr, grp, target):
-    """Spin until cnt[grp] >= target (acquire), then order the async proxy (TMA) after it."""
-    while tl.atomic_add(cnt_ptr + grp, 0, sem="acquire", scope="gpu") < target:
-        pass
-    tl.inline_asm_elementwise(_FENCE_PROXY_ASM, "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp64, rt, kt, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr,
+def _decode_b_block(bw_ptr, bs_ptr, qw_ptr, ref_ptr, grp64, N, K, BR: tl.constexpr, USE_ASM: tl.constexpr,
                     KPER: tl.constexpr = 1, ROW_REF: tl.constexpr = False):
-    """One chunk of the decode pass: weight rows rt * BR .. + BR of group grp64, 128-K blocks
-    kt * KPER .. + KPER (decode_b_kernel: its program ids 0 and 1).
+    """decode_b_kernel's block (program ids 0 and 1: weight-row block and KPER 128-K blocks).
     The BR x KPER (row, block) pairs are handled as BR * KPER rows of one 128-K block each,
     a row's KPER blocks adjacent (64 * KPER contiguous bytes), so every load of the program
     is issued before the first decode."""
     KB = K // 128
     KS = K // 32
     p = tl.arange(0, BR * KPER)
-    offs_n = rt * BR + p // KPER
-    kb = kt * KPER + p % KPER
+    offs_n = tl.program_id(0) * BR + p // KPER
+    kb = tl.program_id(1) * KPER + p % KPER
     n_valid = offs_n < N
     rows = offs_n.to(tl.int64)
     bs_rows = bs_ptr + grp64 * N * KS + rows * KS

@@ -19,16 +19,13 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import fused_ws
 from .heuristics import DEFAULT_SMS, ZN, Config, choose_config, grid_split
-from .kernel import decode_b_flagged_kernel, decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
+from .kernel import decode_b_kernel, gdc_wait, grouped_gemm_kernel, grouped_tile_gemm_kernel
 
 # The Gluon kernel (sm_90; None where this Triton has no Gluon), a name of this module so that
 # tools that stand in for main's kernels (tests/test_compile_targets.py) see it.
 fused_ws_kernel = fused_ws.fused_ws_kernel if fused_ws.HAVE_GLUON else None
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
-# decode_b_flagged_kernel's programs per SM (Config.flags): all resident at once (40 registers,
-# 4 warps: 12 fit an SM), so that the GEMM, launched once every one has started, starts early.
-FLAG_PROGRAMS_PER_SM = 4
 # The interpreter's fp32->bf16 cast truncates; the kernel rounds by hand there.
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -178,7 +175,6 @@ class _Plan(NamedTuple):
     compiled: dict           # launch slot -> (CompiledKernel, constexpr tail), see _plan_launch
     descs: dict              # "a", "q" -> descriptor templates (see _rebased)
     ws_sizes: tuple = ()     # fused_ws_kernel's (NT, TILES)
-    flag_programs: int = 0   # decode_b_flagged_kernel's grid (Config.flags)
 
 
 _PLANS = {}
@@ -277,11 +273,6 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
                 raise ValueError(f"config: {flag} needs tiles=True on a CUDA device (not the interpreter), "
                                  f"got {config}")
             config = dataclasses.replace(config, **{flag: False})
-    if config.flags and not config.pdl:  # the GEMM must launch while the flagged decode runs
-        if not chosen:
-            raise ValueError(f"config: flags needs tiles=True and pdl=True on a CUDA device (not the interpreter), "
-                             f"got {config}")
-        config = dataclasses.replace(config, flags=False)
     if config.tiles:
         # G_P2: a tile order other than the grid's reads every group's masked_m as one vector
         # (kernel._tile_of_program); 1 otherwise, so that g does not enter the specialization.
@@ -301,7 +292,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
     else:
         grid = (-(-n // config.BN) * m_split + -(-max_m // zr), g, config.split_k)
     return _Plan(False, g, max_m, n, k, config, m_split, consts, grid, (-(-n // config.decode_rows), kb // dkb, g),
-                 dev_index, {}, {}, (), FLAG_PROGRAMS_PER_SM * num_sms)
+                 dev_index, {}, {})
 
 
 def _plan_for(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, entry) -> _Plan:
@@ -356,26 +347,16 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         _plan_launch(plan, "ws", fused_ws_kernel, plan.grid,
                      (a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, *plan.ws_sizes), plan.consts, aligned)
         return c
-    bq = ref = part = tick = cnt = c  # placeholders for pointers the chosen path never reads
-    flag_target = 0
+    bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
     if cfg.predec:
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale.
         # bq holds e4m3 bytes (written as int32 words: the kernel casts the pointers).
         bq = torch.empty((g, n, k), dtype=torch.float8_e4m3fn, device=c.device)
         ref = torch.empty((g, k // 128, n), dtype=torch.float32, device=c.device)
-        if cfg.flags:
-            # Per call, zeroed: the decode programs count each group's chunks in it (run 87).
-            cnt = torch.zeros(g, dtype=torch.int32, device=c.device)
-            flag_target = plan.decode_grid[0] * plan.decode_grid[1]
-            _plan_launch(plan, "decode", decode_b_flagged_kernel, (plan.flag_programs, 1, 1),
-                         (b_fp4, b_scale, masked_m, bq, ref, cnt, max_m, n, k, g),
-                         dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], KPER=cfg.decode_kb,
-                              ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
-        else:
-            _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
-                         (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
-                         dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
-                              KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
+        _plan_launch(plan, "decode", decode_b_kernel, plan.decode_grid,
+                     (b_fp4, b_scale, masked_m, bq, ref, max_m, n, k),
+                     dict(BR=cfg.decode_rows, USE_ASM=plan.consts["USE_ASM"], PDL=cfg.pdl,
+                          KPER=cfg.decode_kb, ROW_REF=cfg.row_ref, num_warps=cfg.decode_warps), aligned)
     if cfg.tiles:
         consts, a_desc, q_desc = plan.consts, c, c
         if cfg.tma and aligned:
@@ -391,8 +372,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
             consts = {name: value for name, value in consts.items() if name != "maxnreg"}
             consts["TMA"] = False
         _plan_launch(plan, "gemm", grouped_tile_gemm_kernel, plan.grid,
-                     (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, a_desc, q_desc, max_m, n, k, cnt,
-                      flag_target), consts, aligned)
+                     (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, bq, ref, a_desc, q_desc, max_m, n, k),
+                     consts, aligned)
         return c
     if cfg.split_k > 1:
         tiles = g * -(-max_m // cfg.BM) * -(-n // cfg.BN)
