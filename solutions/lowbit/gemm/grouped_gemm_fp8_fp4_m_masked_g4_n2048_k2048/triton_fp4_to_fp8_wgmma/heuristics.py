@@ -27,9 +27,9 @@ PDL = True
 ONE_PASS = True
 # fused_ws_kernel for buckets of WS_MIN_M to WS_MAX_M rows where at most WS_MAX_ROWS (one
 # token tile of 64) are expected per group, sm_90 only (wgmma); see choose_config. False keeps
-# the Triton kernels everywhere (for A/B runs).
+# the Triton kernels everywhere (for A/B runs). From 1 row since the nineteenth session (run 89).
 WS = True
-WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 8, 128, 64
+WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 1, 128, 64
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -112,15 +112,18 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     kernel, in blocks per program for the decode pass (_decode_kb). ws: the caller can run
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
-    Thirteenth, fourteenth and sixteenth sessions (runs 56-57, 65): on sm_90, buckets of
-    8-128 rows with at most 64 expected per group take fused_ws_kernel, one warp-specialised
-    launch (cp.async loader warps, decoder warps, one wgmma consumer; each B tile decoded
-    once, never written back), except 17-32-row buckets with at most 16 rows expected, which
-    keep the one-pass kernel's 16-token tiles. Run 65c (its 4-warp decoder, 2 loader warps, 8
+    Thirteenth to nineteenth sessions (runs 56-57, 65, 89): on sm_90, buckets of 1-128 rows
+    with at most 64 expected per group take fused_ws_kernel, one warp-specialised launch
+    (cp.async loader warps, decoder warps, one wgmma consumer; each B tile decoded once, never
+    written back). Run 89 (H200 GPU us, run() with the one-pass kernel / fused_ws, after the
+    kernel's gains of runs 68-81): max_m 1 10.4 / 8.9, 2 11.0 / 9.2, 4 11.2 / 9.1, 32 with ~11
+    rows (16-token one-pass tiles) 15.4 / 9.6, so buckets under 8 rows and 17-32-row buckets
+    with at most 16 rows expected, which the one-pass kernel kept until then, go to fused_ws
+    too. Run 65c (its 4-warp decoder, 2 loader warps, 8
     stages), H200 GPU us, run() before / fused_ws: max_m 16 with ~10 rows (the one-pass
     kernel) 11.5 / 10.7, 32 12.1 / 11.6, 64 with ~20 rows 13.6 / 13.2, 128 with ~25 rows 14.4
     / 13.9; run 65d: max_m 8 with ~6 rows 11.4 (the one-pass kernel) / 10.5, max_m 1 10.0-10.4
-    / 10.3, so buckets under 8 rows (not measured between 1 and 8) keep the one-pass kernel.
+    / 10.3, so buckets under 8 rows (not measured between 1 and 8) kept the one-pass kernel.
     Before run 65: H200 GPU us, the Triton kernels / fused_ws (run 57d):
     max_m 32 with ~24 rows 15.0 / 11.9, 48 with 12-48 rows 20.4 / 13.2, 64 with ~20 rows
     16.5 / 13.4, 128 with ~25 rows 16.7 / 14.0, the harness's wide scales at 128 47.1 / 19.1
@@ -179,11 +182,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
     maxnreg = 0
-    # 17-32-row buckets with at most 16 rows expected keep the one-pass kernel's 16-token tiles
-    # (not measured against fused_ws since its run-65 decoder).
-    few_in_small = 16 < max_m <= 32 and rows <= 16
-    if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M and rows <= WS_MAX_ROWS \
-            and not few_in_small:
+    if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M and rows <= WS_MAX_ROWS:
         return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=8, ws=True)
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32
