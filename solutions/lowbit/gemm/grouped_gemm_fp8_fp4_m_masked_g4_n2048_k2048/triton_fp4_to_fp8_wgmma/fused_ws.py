@@ -1,4 +1,4 @@
-"""One launch for buckets of 8-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
+"""One launch for buckets of 1-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
 
 Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to eighteenth
 sessions, runs 55-57, 65, 68 and 76-82 in docs/kernels/grouped_gemm.md). With at most 64 rows

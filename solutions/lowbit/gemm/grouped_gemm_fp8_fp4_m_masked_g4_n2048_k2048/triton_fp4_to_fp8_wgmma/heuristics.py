@@ -22,8 +22,9 @@ DECODE_ROWS, DECODE_KB, DECODE_WARPS = 16, 4, 4
 # since run 23 (sixth session), checked against the oracle in every run since.
 PDL = True
 # Few rows per group in a bucket of at most 32 rows or of at least 1024: one pass (B decoded
-# inside the GEMM loop, no decode pass) instead of two; see choose_config. False restores the
-# sixth session's two passes everywhere (for A/B runs).
+# inside the GEMM loop, no decode pass) instead of two; see choose_config. On sm_90 the small
+# buckets go to fused_ws first (WS, from run 89). False restores the sixth session's two
+# passes everywhere (for A/B runs).
 ONE_PASS = True
 # fused_ws_kernel for buckets of WS_MIN_M to WS_MAX_M rows where at most WS_MAX_ROWS (one
 # token tile of 64) are expected per group, sm_90 only (wgmma); see choose_config. False keeps
