@@ -70,8 +70,8 @@ CHECKS = [  # max_m, masked_m, scales[, masked_m's dtype (int32 otherwise)]
     # int64 masked_m beyond int32's range: clamped in its own width (max_m rows, then none).
     (100, [0, 2 ** 32 + 5, -(2 ** 33), 70], "ue8m0", torch.int64),
 ]
-# m2, m4 and m32few (nineteenth session, run 89): buckets the heuristic gives the one-pass kernel
-# (under WS_MIN_M rows; 17-32 rows with at most 16 expected), to time fused_ws there.
+# m2, m4 and m32few (nineteenth session, run 89): buckets the heuristic gave the one-pass kernel
+# until run 89 (under 8 rows; 17-32 rows with at most 16 expected); ws=False still times it.
 WORKLOADS = [("m1", 1, [1, 1, 1, 1], 1), ("m2", 2, [2, 1, 2, 0], 2), ("m4", 4, [4, 3, 1, 4], 3),
              ("m8", 8, [8, 5, 2, 7], 6), ("m16", 16, [8, 16, 3, 12], 10), ("m32few", 32, [10, 16, 5, 12], 11),
              ("m32", 32, [20, 32, 17, 25], 24), ("m48", 48, [30, 48, 12, 40], 32)] + \

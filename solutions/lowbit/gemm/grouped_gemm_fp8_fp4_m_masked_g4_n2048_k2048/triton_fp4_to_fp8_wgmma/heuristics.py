@@ -120,8 +120,8 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     kernel's gains of runs 68-81): max_m 1 10.4 / 8.9, 2 11.0 / 9.2, 4 11.2 / 9.1, 32 with ~11
     rows (16-token one-pass tiles) 15.4 / 9.6, so buckets under 8 rows and 17-32-row buckets
     with at most 16 rows expected, which the one-pass kernel kept until then, go to fused_ws
-    too. Run 65c (its 4-warp decoder, 2 loader warps, 8
-    stages), H200 GPU us, run() before / fused_ws: max_m 16 with ~10 rows (the one-pass
+    too. Run 65c (its 4-warp decoder, 2 loader warps, 8 stages), H200 GPU us, run() before /
+    fused_ws: max_m 16 with ~10 rows (the one-pass
     kernel) 11.5 / 10.7, 32 12.1 / 11.6, 64 with ~20 rows 13.6 / 13.2, 128 with ~25 rows 14.4
     / 13.9; run 65d: max_m 8 with ~6 rows 11.4 (the one-pass kernel) / 10.5, max_m 1 10.0-10.4
     / 10.3, so buckets under 8 rows (not measured between 1 and 8) kept the one-pass kernel.
