@@ -347,7 +347,7 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     # tile (B decoded again there), one past max_m, one negative; a bucket of no tile multiple.
     (128, [64, 3, -1, 200], "adversarial", 40), (100, [100, 37, 65, 0], "spread", 50),
     # Sixteenth session (run 65): fused_ws_kernel from 8-row buckets (the 16-row case above
-    # moved to it too), the one-pass kernel below.
+    # moved to it too); the 5-row case took the one-pass kernel until run 89, fused_ws since.
     (12, [12, 7, -3, 30], "nonpow2", 6), (5, [5, 2, 0, 9], "adversarial", 4)]
 
 

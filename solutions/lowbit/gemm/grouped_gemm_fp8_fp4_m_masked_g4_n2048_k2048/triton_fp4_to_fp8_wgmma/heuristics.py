@@ -74,7 +74,7 @@ class Config:
                            # (kernel._tile_of_program for the tile kernel)
     zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
     ws: bool = False       # fused_ws_kernel (Gluon, sm_90): the warp-specialised one-launch kernel
-                           # for 8-128-row buckets; its tiles and stages follow from max_m and k
+                           # for 1-128-row buckets; its tiles and stages follow from max_m and k
                            # (fused_ws.token_tile, fused_ws.BW, fused_ws.PLAN): BN records BW,
                            # BM (64) and num_stages are not read
 
@@ -121,9 +121,8 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     rows (16-token one-pass tiles) 15.4 / 9.6, so buckets under 8 rows and 17-32-row buckets
     with at most 16 rows expected, which the one-pass kernel kept until then, go to fused_ws
     too. Run 65c (its 4-warp decoder, 2 loader warps, 8 stages), H200 GPU us, run() before /
-    fused_ws: max_m 16 with ~10 rows (the one-pass
-    kernel) 11.5 / 10.7, 32 12.1 / 11.6, 64 with ~20 rows 13.6 / 13.2, 128 with ~25 rows 14.4
-    / 13.9; run 65d: max_m 8 with ~6 rows 11.4 (the one-pass kernel) / 10.5, max_m 1 10.0-10.4
+    fused_ws: max_m 16 with ~10 rows (the one-pass kernel) 11.5 / 10.7, 32 12.1 / 11.6, 64
+    with ~20 rows 13.6 / 13.2, 128 with ~25 rows 14.4 / 13.9; run 65d: max_m 8 with ~6 rows 11.4 (the one-pass kernel) / 10.5, max_m 1 10.0-10.4
     / 10.3, so buckets under 8 rows (not measured between 1 and 8) kept the one-pass kernel.
     Before run 65: H200 GPU us, the Triton kernels / fused_ws (run 57d):
     max_m 32 with ~24 rows 15.0 / 11.9, 48 with 12-48 rows 20.4 / 13.2, 64 with ~20 rows
