@@ -12,7 +12,8 @@ thirteenth and fourteenth sessions) launched directly, at bucket sizes inside an
 --prev MODULE[,MODULE...]: also each MODULE (a copy of fused_ws.py in the solution's folder,
 e.g. an earlier commit's, with the same launch() signature) in every check and timing.
 --old DIR: also the host time of DIR's run() (a copy of the whole solution folder, e.g. an
-earlier commit's), beside this one's. --no-host: skip the host times (part 3).
+earlier commit's), beside this one's. --no-host: skip the host times (part 3). --mid: the checks
+plus four at 160-256 rows, and timings at the buckets past 128 rows (MID_WORKLOADS) instead.
 
 A deadlocked pipeline would hang the GPU: the script exits once the checks have taken
 CHECK_WATCHDOG_S seconds (120; the hang-prone cases run there first), or the timings WATCHDOG_S
@@ -77,6 +78,21 @@ WORKLOADS = [("m1", 1, [1, 1, 1, 1], 1), ("m2", 2, [2, 1, 2, 0], 2), ("m4", 4, [
              ("m32", 32, [20, 32, 17, 25], 24), ("m48", 48, [30, 48, 12, 40], 32)] + \
     [w for w in gg.WORKLOADS if w[0] in ("m64dec", "m64peer", "m128dec")]
 WIDE_WORKLOADS = [("m128wide30", 128, [20, 28, 16, 24], 26, "wide30"), ("m128wide", 128, [20, 28, 16, 24], 26, "wide")]
+# --mid (twentieth session, run 90): buckets past 128 rows, which the heuristic gives the two
+# passes (or the one-pass kernel from 1024), against fused_ws with 64-token tiles (a group's B
+# tiles decoded once per token tile with rows): the harness's 200-4096-row workloads with
+# their hints, and 256-row buckets with 32-256 rows in the groups.
+MID = "--mid" in sys.argv
+MID_CHECKS = [(256, [0, 256, 0, 0], "ue8m0"), (200, [200, 143, 67, 1], "adversarial"),
+              (256, [-7, 300, 0, 100], "wide30"), (160, [160, 5, 0, 97], "nonpow2")]
+MID_WORKLOADS = [("h200", 200, [200, 143, 67, 1], 123), ("h256empty", 256, [0, 0, 0, 0], 1),
+                 ("h256one", 256, [0, 256, 0, 0], 76), ("h256mix", 256, [0, 256, 0, 100], 106),
+                 ("b256r32", 256, [32, 20, 28, 32], 28), ("b256r64", 256, [64, 50, 60, 40], 54),
+                 ("b256r96", 256, [96, 80, 70, 90], 84), ("b256r128", 256, [128, 110, 100, 120], 115),
+                 ("b192r64", 192, [64, 40, 55, 64], 56), ("h512mix", 512, [255, 280, 233, 269], 311),
+                 ("h4096e24", 4096, [21, 23, 18, 24], 24), ("h4096e230", 4096, [141, 248, 152, 150], 230)]
+if MID:
+    CHECKS = CHECKS + MID_CHECKS
 
 
 def fused_fn_of(mod):
@@ -132,7 +148,8 @@ def main():
                 print(f"check {kname} max_m={max_m} masked={masked} {sc}: FAIL {str(exc)[:400]}", flush=True)
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)  # re-armed for the timings
     rows = []
-    for wname, max_m, masked, exp, sc in [(*w, "ue8m0") for w in WORKLOADS] + WIDE_WORKLOADS:
+    timed = MID_WORKLOADS if MID else WORKLOADS
+    for wname, max_m, masked, exp, sc in [(*w, "ue8m0") for w in timed] + ([] if MID else WIDE_WORKLOADS):
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7, scales=sc)
         c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
         args = [a, a_s, b, b_s, mm, exp, c]
