@@ -348,7 +348,12 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     (128, [64, 3, -1, 200], "adversarial", 40), (100, [100, 37, 65, 0], "spread", 50),
     # Sixteenth session (run 65): fused_ws_kernel from 8-row buckets (the 16-row case above
     # moved to it too); the 5-row case took the one-pass kernel until run 89, fused_ws since.
-    (12, [12, 7, -3, 30], "nonpow2", 6), (5, [5, 2, 0, 9], "adversarial", 4)]
+    (12, [12, 7, -3, 30], "nonpow2", 6), (5, [5, 2, 0, 9], "adversarial", 4),
+    # Twentieth session (runs 90-93): fused_ws_kernel in buckets of any size where at most 64
+    # rows are expected (the 256, 4096 and 1024 cases above moved to it too), here with hints
+    # far below the rows: its tiles with rows spread over the grid, the rest zero-filled.
+    (4096, [0, 64, 4096, 1], "wide30", 16), (2048, [5, -1, 2049, 63], "nonpow2", 40),
+    (300, [65, 300, 129, 0], "adversarial", 64)]
 
 
 def validate_mode():

@@ -1,7 +1,7 @@
-"""One launch for buckets of 1-128 rows on Hopper: B decoded by warps of its own, beside the MMA.
+"""One launch where few rows per group are expected, on Hopper: B decoded by warps of its own, beside the MMA.
 
-Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to eighteenth
-sessions, runs 55-57, 65, 68 and 76-82 in docs/kernels/grouped_gemm.md). With at most 64 rows
+Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to twentieth
+sessions, runs 55-57, 65, 68, 76-82 and 90-93 in docs/kernels/grouped_gemm.md). With at most 64 rows
 in a group its tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the
 two-pass path's decode pass, but never written back to memory as e4m3; and the decode
 overlaps the MMA inside each SM through warp specialisation instead of only across CTAs. A
@@ -15,7 +15,8 @@ of their own, which spares the decoder one barrier a stage (SPLIT, runs 80-82):
   their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
   ``loaded[s]``; no TMA, as each TMA descriptor costs the host ~5-11 us to encode per launch,
   run 57; one warp could not issue a 64-token block's 28 copies per thread faster than one
-  per ~0.5-0.8 us, run 65);
+  per ~0.5-0.8 us, run 65); once its tiles' copies are out, it zero-fills the rows of c that
+  no tile stores (_zero_fill);
 - a decoder (four warps, two threads per weight row, 8 words each): folds the row's four
   per-32 scales of the block (kernel._fold_scales_2d's test), decodes its words with kernel's
   prmt lookup into the block's swizzled e4m3 tile and writes the row's multiplier (-1 where
@@ -28,16 +29,20 @@ of their own, which spares the decoder one barrier a stage (SPLIT, runs 80-82):
   per-32 scale (exact products); then ``empty[s]``. c is stored transposed from the accumulator.
 
 The kernel takes any max_m (token tiles of 16, 32 or 64; a group of more than 64 rows decodes
-its B tiles again per token tile); heuristics.choose_config says where it is used. Tiles are
-(token tile, group, 64 weight rows), token-tile-major, so that where no group passes the first
-token tile the tiles with work come first, one per CTA; a tile whose tokens all lie at or past
-clamp(masked_m[g], 0, max_m) only stores zeros (every partition reads masked_m on the device
-and skips it alike, so nothing waits on the host). The loader issues the first SPEC blocks of a
-CTA's first tile before masked_m is back from memory (0.3-0.4 us less at 33-128-row buckets,
-run 68); where that tile has no rows they go round the ring unused, so a CTA with a later tile
-starts it only once they have landed. Gluon has no interpreter and no portable
-lowering: main.py takes this path only on sm_90 with a Triton that has Gluon (HAVE_GLUON) and
-16-byte aligned tensors; the Triton kernels serve every other call.
+its B tiles again per token tile); heuristics.choose_config says where it is used. Only tiles
+with rows go round the pipeline: every partition reads masked_m on the device (so nothing
+waits on the host), counts them and walks them group by group, CTA i taking tiles i, i +
+CTAs, ... (_tile), so a bucket's empty token tiles cost nothing there and the tiles with rows
+are spread evenly however the groups hold them; the rows past each group's last token tile
+with rows are zero-filled apart, by the loaders in 512-byte runs (twentieth session, runs
+90-93: 256-row buckets with 32-64 rows a group 20 -> 11 us, max_m 4096 with ~24 rows 29 -> 26).
+The loader issues the first SPEC blocks of its guess of the CTA's first tile (group pid // NT,
+token tile 0: the first tile wherever every group has 1-64 rows) before masked_m is back from
+memory (0.3-0.4 us less at 33-128-row buckets, run 68); where the guess was wrong they go
+round the ring unused, so the CTA starts its first tile only once they have landed. Gluon has
+no interpreter and no portable lowering: main.py takes this path only on sm_90 with a Triton
+that has Gluon (HAVE_GLUON) and 16-byte aligned tensors; the Triton kernels serve every other
+call.
 """
 
 try:
@@ -101,24 +106,45 @@ if HAVE_GLUON:
             return words._reinterpret(gl.float8e4nv, shape, layout)
 
     @gluon.jit
-    def _tile(t, mm_ptr, MAX_M, NT, TILES, BT: gl.constexpr):
-        """Tile t -> (group, token tile, weight tile, whether the token tile has rows, rows
-        of the group: clamp(masked_m, 0, max_m)). Token-tile-major: every group's first
-        token tile comes before any second one, so where the groups have at most BT rows
-        the tiles with work are the first G x NT, one per CTA, and the zero-only tiles the
-        rest (group-major, a CTA could get two tiles with work while others got none)."""
-        g, mt, nt, masked = _coords(t, mm_ptr, MAX_M, NT, TILES, BT)
-        rows = _rows(masked, MAX_M)
-        return g, mt, nt, mt * BT < rows, rows
+    def _groups(mm_ptr, G, MAX_M, BT: gl.constexpr, G_P2: gl.constexpr, WARPS: gl.constexpr):
+        """The groups as [G_P2] vectors that every thread of a partition (WARPS warps) holds
+        whole, from one load of masked_m: (group, rows, token tiles with rows, number of the
+        group's first one among all groups' token tiles with rows). Only the tiles with rows
+        go round the pipeline (_tile); the rest of c is zero-filled apart (_zero_fill). With
+        a load per group, again for every tile (serial, each waiting on the last), 48-64-row
+        buckets took up to 0.7 us longer (runs 91-92)."""
+        lay: gl.constexpr = gl.BlockedLayout([G_P2], [32], [WARPS], [0])
+        gi = gl.arange(0, G_P2, layout=lay)
+        rows = _rows(gl.load(mm_ptr + gi, mask=gi < G, other=0), MAX_M)
+        wt = gl.cdiv(rows, BT)
+        first = gl.zeros_like(wt)
+        for h in gl.static_range(G_P2 - 1):
+            first += gl.where(gi > h, gl.sum(gl.where(gi == h, wt, 0), axis=0), 0)
+        return gi, rows, wt, first
 
     @gluon.jit
-    def _coords(t, mm_ptr, MAX_M, NT, TILES, BT: gl.constexpr):
-        """_tile's coordinates and masked_m[g] as loaded (the load in flight until used)."""
-        per_token_tile = TILES // gl.cdiv(MAX_M, BT)  # G x NT
-        mt = t // per_token_tile
-        r = t % per_token_tile
-        g = r // NT
-        return g, mt, r % NT, gl.load(mm_ptr + g)
+    def _tile(t, NT, gi, rows, wt, first):
+        """Tile t (< NT x sum(wt)) -> (group, token tile, weight tile, rows of the group).
+        The tiles with rows are numbered group by group, token tile by token tile, weight
+        tiles fastest, so that CTA i's k-th tile is tile i + k x CTAs whatever the groups
+        hold: one group of 256 rows in a bucket of 256 spreads its 128 tiles over 128 CTAs,
+        where numbering all tiles, empty ones included, gave a few CTAs four each (run 90:
+        30 us against 13 for the two passes)."""
+        p = t // NT
+        hit = (p >= first) & (p < first + wt)
+        g = gl.sum(gl.where(hit, gi, 0), axis=0)
+        mt = p - gl.sum(gl.where(hit, first, 0), axis=0)
+        return g, mt, t % NT, gl.sum(gl.where(hit, rows, 0), axis=0)
+
+    @gluon.jit
+    def _first_tile_guessed(NT, W, gi, rows, wt, first):
+        """Whether the CTA's first tile is the one its loader guessed before masked_m was
+        back (_speculated: group pid // NT, token tile 0, weight tile pid % NT), i.e. the
+        guessed stages belong to it; otherwise every partition passes them round the ring
+        unused."""
+        pid = gl.program_id(0)
+        g, mt, nt, g_rows = _tile(pid, NT, gi, rows, wt, first)
+        return (pid < W) & (g == pid // NT) & (mt == 0)
 
     @gluon.jit
     def _rows(masked, MAX_M):
@@ -128,23 +154,12 @@ if HAVE_GLUON:
         return gl.minimum(gl.maximum(masked, 0), MAX_M).to(gl.int32)
 
     @gluon.jit
-    def _used_here(masked):
-        """masked_m as loaded, through a move that is not pure: the compiler would otherwise
-        clamp it, and so wait for it, above the speculated copies (int32 or int64 alike)."""
-        if masked.dtype.primitive_bitwidth == 64:
-            return gl.inline_asm_elementwise("mov.b64 $0, $1;", "=l,l", [masked], dtype=gl.int64, is_pure=False,
-                                             pack=1)
-        else:
-            return gl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [masked], dtype=gl.int32, is_pure=False,
-                                             pack=1)
-
-    @gluon.jit
-    def _speculated(t, mt, KS, SUB: gl.constexpr):
-        """Stages the loader issues before it knows whether tile t has rows: the first
-        min(SPEC / SUB, KS) of a CTA's first tile, if it is a first token tile (later tiles wait
-        for stages that come back only after masked_m is known anyway)."""
-        first = (t == gl.program_id(0)) & (mt == 0)
-        return gl.where(first, gl.minimum(KS, _SPEC // SUB), 0)
+    def _speculated(G, NT, KS, SUB: gl.constexpr):
+        """Stages the loader issues before masked_m is back, for its guess of the CTA's first
+        tile (group pid // NT, token tile 0, weight tile pid % NT: the first tile wherever
+        every group has rows and at most one token tile of them): the first min(SPEC / SUB,
+        KS), or none where pid // NT is no group."""
+        return gl.where(gl.program_id(0) < G * NT, gl.minimum(KS, _SPEC // SUB), 0)
 
     @gluon.jit
     def _hand_on(waited, arrived, it, n, STAGES: gl.constexpr):
@@ -174,8 +189,33 @@ if HAVE_GLUON:
         async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
 
     @gluon.jit
-    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M, N,
-                K, NT, TILES, STAGES: gl.constexpr, SUB: gl.constexpr):
+    def _zero_fill(c_ptr, G, MAX_M, N, gi, wt, BT: gl.constexpr, WARPS: gl.constexpr):
+        """The loader's last task: zeros to the rows of c that no tile stores. In each group
+        they run from its last token tile with rows (whose rows past masked_m the consumer
+        zeroes) to max_m: one contiguous range of c (gi, wt: _groups' group numbers and
+        token tiles with rows). Each range is cut in 16-byte pieces dealt round the grid's
+        loaders, so that every warp stores whole 512-byte runs; zero tiles stored by the
+        consumer from the MMA's layout, one tile at a time, took ~50 us for max_m 4096's 64
+        MiB (run 90). The loader is done with its copies a few stages before the consumer
+        with its tiles, and waits on nothing here. Shared with the decoder, the fill cost
+        0.3-0.9 us at 1-128-row buckets even where there was nothing to store (run 93: the
+        values it needs, live across the decoder's loop)."""
+        piece: gl.constexpr = gl.BlockedLayout([8], [32], [WARPS], [0])
+        lane = gl.arange(0, WARPS * 256, layout=piece)
+        zeros = gl.zeros([WARPS * 256], gl.bfloat16, piece)
+        step = gl.num_programs(0).to(gl.int64) * (WARPS * 256)
+        start = gl.program_id(0).to(gl.int64) * (WARPS * 256)
+        for gg in range(G):
+            z0 = gl.minimum(gl.sum(gl.where(gi == gg, wt, 0), axis=0) * BT, MAX_M)
+            base = c_ptr + (gg * MAX_M + z0).to(gl.int64) * N
+            count = (MAX_M - z0).to(gl.int64) * N
+            for r in range(0, gl.cdiv(count - start, step)):
+                offs = start + r * step + lane
+                gl.store(base + offs, zeros, mask=offs < count)
+
+    @gluon.jit
+    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
+                N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr):
         BT: gl.constexpr = a_bufs.type.shape[1]
         BW: gl.constexpr = bw_bufs.type.shape[1]
         KB = K // 128
@@ -196,43 +236,52 @@ if HAVE_GLUON:
         # a_scale [g * max_m, KB]), so that the consumer's promotion reads shared memory
         # instead of waiting on a global load one block ahead (~1.6 us at 64 tokens, run 56d).
         tok = gl.arange(0, BT, layout=gl.BlockedLayout([1], [32], [_LW], [0]))
-        it = 0
-        for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
-            g, mt, nt, masked = _coords(t, mm_ptr, MAX_M, NT, TILES, BT)
-            spec = _speculated(t, mt, KS, SUB)
+        w_words = w_ptr.to(gl.pointer_type(gl.int32), bitcast=True)
+        pid = gl.program_id(0)
+        # The first stages of the guessed first tile go out before masked_m is back (~1 us into
+        # the kernel after the harness's L2 flush, run 74): none of their addresses depends on
+        # it, and masked_m is loaded only after them.
+        spec = _speculated(G, NT, KS, SUB)
+        g = pid // NT
+        nt = pid % NT
+        a_row = g * MAX_M
+        b_row = g * N + nt * BW
+        # Rows past the group's bucket are zero-filled (their columns of c are stored as
+        # zeros). Row strides as 16 and 4 x KB: the compiler then sees 16-byte aligned rows
+        # (b_fp4's bytes read as int32 words).
+        for ks in range(spec):
+            mbarrier.wait(empty.index(ks % STAGES), ((ks // STAGES) & 1) ^ 1)
+            _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, ks % STAGES, ks,
+                        a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col, a_tok < MAX_M,
+                        w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col,
+                        bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col,
+                        as_ptr + (a_row + tok).to(gl.int64) * KB, tok < MAX_M, SUB)
+        # Where the guess was wrong, its stages go round the ring all the same (the decoder and
+        # the consumer hand them on undecoded), so that every partition waits for every phase
+        # of every barrier: a wait for a phase after one that has not yet completed would
+        # return at once (the parity aliases; run 68's first attempts hung).
+        gi, rows, wt, first = _groups(mm_ptr, G, MAX_M, BT, G_P2, _LW)
+        W = gl.sum(wt, axis=0) * NT
+        resume = gl.where(_first_tile_guessed(NT, W, gi, rows, wt, first), spec, 0)
+        it = spec
+        for t in range(pid, W, gl.num_programs(0)):
+            g, mt, nt, g_rows = _tile(t, NT, gi, rows, wt, first)
             a_row = g * MAX_M + mt * BT
             b_row = g * N + nt * BW
-            # Rows past the group's bucket are zero-filled (their columns of c are stored
-            # as zeros). Row strides as 16 and 4 x KB: the compiler then sees 16-byte
-            # aligned rows (b_fp4's bytes read as int32 words).
             a_src = a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col
             a_in = mt * BT + a_tok < MAX_M
-            w_words = w_ptr.to(gl.pointer_type(gl.int32), bitcast=True)
             w_src = w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col
             s_src = bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col
             as_src = as_ptr + (a_row + tok).to(gl.int64) * KB
             in_bucket = mt * BT + tok < MAX_M
-            # The first blocks go out before masked_m is back (~1 us into the kernel after the
-            # harness's L2 flush, run 74): none of their addresses depends on it.
-            for ks in range(spec):
-                s = (it + ks) % STAGES
-                mbarrier.wait(empty.index(s), (((it + ks) // STAGES) & 1) ^ 1)
+            for ks in range(gl.where(t == pid, resume, 0), KS):
+                s = it % STAGES
+                # A fresh barrier counts as having completed the phase before 0.
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
                 _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, ks, a_src, a_in, w_src, s_src, as_src,
                             in_bucket, SUB)
-            masked = _used_here(masked)
-            # A tile without rows passes its speculated stages round the ring all the same (the
-            # decoder and the consumer hand them on undecoded), so that every partition waits
-            # for every phase of every barrier: a wait for a phase after one that has not yet
-            # completed would return at once (the parity aliases; run 68's first attempts hung).
-            it += spec
-            if mt * BT < _rows(masked, MAX_M):
-                for ks in range(spec, KS):
-                    s = it % STAGES
-                    # A fresh barrier counts as having completed the phase before 0.
-                    mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                    _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, ks, a_src, a_in, w_src, s_src, as_src,
-                                in_bucket, SUB)
-                    it += 1
+                it += 1
+        _zero_fill(c_ptr, G, MAX_M, N, gi, wt, BT, _LW)
 
     @gluon.jit
     def _block_buf(bufs, bufs1, s, h: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr):
@@ -281,8 +330,9 @@ if HAVE_GLUON:
         return ok
 
     @gluon.jit
-    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M,
-                 K, NT, TILES, STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr):
+    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr, c_ptr,
+                 MAX_M, N, K, NT, G, STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
+                 G_P2: gl.constexpr):
         BW: gl.constexpr = bw_bufs.type.shape[1]
         DW: gl.constexpr = _DW
         # DW / 2 threads per weight row (one lane of each of DW / 2 warps): each a share of its
@@ -293,33 +343,33 @@ if HAVE_GLUON:
         col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
         KS = K // (128 * SUB)
-        it = 0
-        for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
-            g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
-            if not work:
-                # The speculated stages of a tile without rows: passed on undecoded.
-                it = _hand_on(loaded, decoded, it, _speculated(t, mt, KS, SUB), STAGES)
-            else:
-                for ks in range(KS):
-                    s = it % STAGES
-                    mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
-                    ok = _decode_block(bw_bufs.index(SUB * s), bs_bufs.index(SUB * s),
-                                       _block_buf(qw_bufs, qw1_bufs, s, 0, SUB, SPLIT),
-                                       _block_buf(ref_bufs, ref1_bufs, s, 0, SUB, SPLIT), rowl, col16, col4)
-                    for h in gl.static_range(1, SUB):
-                        ok = ok & _decode_block(bw_bufs.index(SUB * s + h), bs_bufs.index(SUB * s + h),
-                                                _block_buf(qw_bufs, qw1_bufs, s, h, SUB, SPLIT),
-                                                _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT), rowl, col16, col4)
-                    # The stage's flags, one per 32 weight rows (a warp's rows): some row of some
-                    # block did not fold. Reduced within each warp only, no barrier (a reduction
-                    # across the warps through shared memory cost two a stage: run 79).
-                    bad = gl.max(gl.reshape(gl.where(ok, 0, 1), [BW // 32, 32]), axis=1)
-                    flag_bufs.index(s).store(bad)
-                    # The consumer's wgmma reads the tiles through the async proxy.
-                    fence_async_shared()
-                    _partition_sync()
-                    mbarrier.arrive(decoded.index(s), count=1)
-                    it += 1
+        gi, rows, wt, first = _groups(mm_ptr, G, MAX_M, BT, G_P2, DW)
+        W = gl.sum(wt, axis=0) * NT
+        it = gl.to_tensor(0)
+        if not _first_tile_guessed(NT, W, gi, rows, wt, first):
+            # The loader's guessed stages: passed on undecoded.
+            it = _hand_on(loaded, decoded, it, _speculated(G, NT, KS, SUB), STAGES)
+        for t in range(gl.program_id(0), W, gl.num_programs(0)):
+            for ks in range(KS):
+                s = it % STAGES
+                mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
+                ok = _decode_block(bw_bufs.index(SUB * s), bs_bufs.index(SUB * s),
+                                   _block_buf(qw_bufs, qw1_bufs, s, 0, SUB, SPLIT),
+                                   _block_buf(ref_bufs, ref1_bufs, s, 0, SUB, SPLIT), rowl, col16, col4)
+                for h in gl.static_range(1, SUB):
+                    ok = ok & _decode_block(bw_bufs.index(SUB * s + h), bs_bufs.index(SUB * s + h),
+                                            _block_buf(qw_bufs, qw1_bufs, s, h, SUB, SPLIT),
+                                            _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT), rowl, col16, col4)
+                # The stage's flags, one per 32 weight rows (a warp's rows): some row of some
+                # block did not fold. Reduced within each warp only, no barrier (a reduction
+                # across the warps through shared memory cost two a stage: run 79).
+                bad = gl.max(gl.reshape(gl.where(ok, 0, 1), [BW // 32, 32]), axis=1)
+                flag_bufs.index(s).store(bad)
+                # The consumer's wgmma reads the tiles through the async proxy.
+                fence_async_shared()
+                _partition_sync()
+                mbarrier.arrive(decoded.index(s), count=1)
+                it += 1
 
     @gluon.jit
     def _promote(acc, t_mma, ref_buf, as_buf, mma: gl.constexpr):
@@ -330,8 +380,8 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _consumer(a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty,
-                  mm_ptr, c_ptr, MAX_M, N, K, NT, TILES, STAGES: gl.constexpr, SUB: gl.constexpr,
-                  SPLIT: gl.constexpr):
+                  mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr,
+                  SPLIT: gl.constexpr, G_P2: gl.constexpr):
         BW: gl.constexpr = q_bufs.type.shape[1]
         BT: gl.constexpr = a_bufs.type.shape[1]
         KS = K // (128 * SUB)
@@ -339,69 +389,71 @@ if HAVE_GLUON:
         rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
         flagl: gl.constexpr = gl.BlockedLayout([BW // 32], [32], [4], [0])  # every thread all flags
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
-        it = 0
-        for t in range(gl.program_id(0), TILES, gl.num_programs(0)):
-            g, mt, nt, work, rows = _tile(t, mm_ptr, MAX_M, NT, TILES, BT)
+        gi, g_rows, wt, first = _groups(mm_ptr, G, MAX_M, BT, G_P2, 4)
+        W = gl.sum(wt, axis=0) * NT
+        it = gl.to_tensor(0)
+        if not _first_tile_guessed(NT, W, gi, g_rows, wt, first):
+            # The loader's guessed stages: handed back unused.
+            it = _hand_on(decoded, empty, it, _speculated(G, NT, KS, SUB), STAGES)
+        for t in range(gl.program_id(0), W, gl.num_programs(0)):
+            g, mt, nt, rows = _tile(t, NT, gi, g_rows, wt, first)
             offs_w = nt * BW + gl.arange(0, BW, layout=gl.SliceLayout(1, mma))
             offs_t = mt * BT + gl.arange(0, BT, layout=gl.SliceLayout(0, mma))
             acc = gl.zeros([BW, BT], gl.float32, mma)
-            if not work:
-                # The speculated stages of a tile without rows: handed back unused.
-                it = _hand_on(decoded, empty, it, _speculated(t, mt, KS, SUB), STAGES)
-            else:
-                t_mma = gl.zeros([BW, BT], gl.float32, mma)
-                for ks in range(KS):
-                    s = it % STAGES
-                    phase = (it // STAGES) & 1
-                    mbarrier.wait(loaded.index(s), phase)
-                    mbarrier.wait(decoded.index(s), phase)
-                    # A landed through cp.async (the generic proxy); wgmma reads it through the
-                    # async proxy.
-                    fence_async_shared()
-                    if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:  # every row folds
-                        # One K = 128 wgmma per block, each promoted as soon as it is done while
-                        # the next one runs.
-                        t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, 0, SUB, SPLIT),
-                                               a_bufs.index(SUB * s).permute((1, 0)), t_mma, use_acc=False,
+            t_mma = gl.zeros([BW, BT], gl.float32, mma)
+            for ks in range(KS):
+                s = it % STAGES
+                phase = (it // STAGES) & 1
+                mbarrier.wait(loaded.index(s), phase)
+                mbarrier.wait(decoded.index(s), phase)
+                # A landed through cp.async (the generic proxy); wgmma reads it through the
+                # async proxy.
+                fence_async_shared()
+                if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:  # every row folds
+                    # One K = 128 wgmma per block, each promoted as soon as it is done while
+                    # the next one runs.
+                    t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, 0, SUB, SPLIT),
+                                           a_bufs.index(SUB * s).permute((1, 0)), t_mma, use_acc=False,
+                                           is_async=True)
+                    for h in gl.static_range(1, SUB):
+                        t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT),
+                                               a_bufs.index(SUB * s + h).permute((1, 0)), t_mma, use_acc=False,
                                                is_async=True)
-                        for h in gl.static_range(1, SUB):
-                            t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT),
-                                                   a_bufs.index(SUB * s + h).permute((1, 0)), t_mma, use_acc=False,
-                                                   is_async=True)
-                            t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
-                            acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, h - 1, SUB, SPLIT),
-                                           as_bufs.index(SUB * s + h - 1), mma)
-                            t_prev = t_next
-                        t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
-                        acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, SUB - 1, SUB, SPLIT),
-                                       as_bufs.index(SUB * s + SUB - 1), mma)
-                    else:
-                        # Rows that do not fold hold raw codes: their 32-groups one at a time,
-                        # each times its own scale; rows that fold keep ref.
-                        for h in gl.static_range(SUB):
-                            b = SUB * s + h
-                            q_tile = _block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT)
-                            a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
-                            for j in gl.static_range(4):
-                                t_mma = warpgroup_mma(q_tile.slice(32 * j, 32, dim=1),
-                                                      a_bufs.index(b).slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
-                                                      use_acc=False, is_async=True)
-                                t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
-                                sc = bs_bufs.index(b).load(rowl)
-                                s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1),
-                                                        gl.SliceLayout(1, mma))
-                                ref = _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT).load(gl.SliceLayout(1, mma))
-                                mult = gl.where(ref >= 0.0, ref, s_j)
-                                acc = acc + t_mma * (mult[:, None] * a_s[None, :])
-                    mbarrier.arrive(empty.index(s), count=1)
-                    it += 1
-                acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
+                        t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
+                        acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, h - 1, SUB, SPLIT),
+                                       as_bufs.index(SUB * s + h - 1), mma)
+                        t_prev = t_next
+                    t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
+                    acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, SUB - 1, SUB, SPLIT),
+                                   as_bufs.index(SUB * s + SUB - 1), mma)
+                else:
+                    # Rows that do not fold hold raw codes: their 32-groups one at a time,
+                    # each times its own scale; rows that fold keep ref.
+                    for h in gl.static_range(SUB):
+                        b = SUB * s + h
+                        q_tile = _block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT)
+                        a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
+                        for j in gl.static_range(4):
+                            t_mma = warpgroup_mma(q_tile.slice(32 * j, 32, dim=1),
+                                                  a_bufs.index(b).slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
+                                                  use_acc=False, is_async=True)
+                            t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
+                            sc = bs_bufs.index(b).load(rowl)
+                            s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1),
+                                                    gl.SliceLayout(1, mma))
+                            ref = _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT).load(gl.SliceLayout(1, mma))
+                            mult = gl.where(ref >= 0.0, ref, s_j)
+                            acc = acc + t_mma * (mult[:, None] * a_s[None, :])
+                mbarrier.arrive(empty.index(s), count=1)
+                it += 1
+            acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
             c_cols = c_ptr + (g * MAX_M + offs_t).to(gl.int64) * N
             gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(offs_t < MAX_M)[None, :])
 
     @gluon.jit
-    def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES,
-                        STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr):
+    def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, G,
+                        STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
+                        G_P2: gl.constexpr):
         """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
         (token_tile); SUB: 128-K blocks per stage (each with buffers of its own, so every layout
         is a block's); SPLIT: the second block's decoded tile and multipliers in allocations of
@@ -437,11 +489,11 @@ if HAVE_GLUON:
             mbarrier.init(empty.index(i), count=1)
         gl.warp_specialize([
             (_consumer, (a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded,
-                         empty, mm_ptr, c_ptr, MAX_M, N, K, NT, TILES, STAGES, SUB, SPLIT)),
+                         empty, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, SUB, SPLIT, G_P2)),
             (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr,
-                        MAX_M, K, NT, TILES, STAGES, BT, SUB, SPLIT)),
-            (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
-                       N, K, NT, TILES, STAGES, SUB)),
+                        c_ptr, MAX_M, N, K, NT, G, STAGES, BT, SUB, SPLIT, G_P2)),
+            (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr,
+                       MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
         ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
 
 
@@ -458,19 +510,21 @@ def supported(g, max_m, n, k) -> bool:
 
 
 def grid_and_sizes(g, max_m, n, num_sms):
-    """(grid, NT, TILES): one persistent CTA per SM at most, over g x token tiles x weight tiles."""
+    """(grid, NT): one persistent CTA per SM at most, over g x token tiles x weight tiles (the
+    tiles with rows are known on the device only; the rest of the grid zero-fills)."""
     nt = n // BW
     tiles = g * -(-max_m // token_tile(max_m)) * nt
-    return (min(tiles, num_sms), 1, 1), nt, tiles
+    return (min(tiles, num_sms), 1, 1), nt
 
 
-def consts(max_m, k, plan=None):
+def consts(g, max_m, k, plan=None):
     """fused_ws_kernel's constexprs and compile options; plan: PLAN's form, for experiments."""
     bt = token_tile(max_m)
     sub, stages, split = (plan or PLAN)[bt]
     if (k // 128) % sub:  # one block a stage, in as many stages as blocks
         sub, stages, split = 1, sub * stages, False
-    return dict(STAGES=stages, BT=bt, SUB=sub, SPLIT=split, num_warps=4, maxnreg=MAXNREG)
+    return dict(STAGES=stages, BT=bt, SUB=sub, SPLIT=split, G_P2=1 << max(g - 1, 0).bit_length(), num_warps=4,
+                maxnreg=MAXNREG)
 
 
 def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None):
@@ -478,7 +532,7 @@ def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None):
     through its plan)."""
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
-    grid, nt, tiles = grid_and_sizes(g, max_m, n, num_sms)
-    fused_ws_kernel[grid](a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, nt, tiles,
-                          **consts(max_m, k, plan))
+    grid, nt = grid_and_sizes(g, max_m, n, num_sms)
+    fused_ws_kernel[grid](a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, nt, g,
+                          **consts(g, max_m, k, plan))
     return c

@@ -22,15 +22,17 @@ DECODE_ROWS, DECODE_KB, DECODE_WARPS = 16, 4, 4
 # since run 23 (sixth session), checked against the oracle in every run since.
 PDL = True
 # Few rows per group in a bucket of at most 32 rows or of at least 1024: one pass (B decoded
-# inside the GEMM loop, no decode pass) instead of two; see choose_config. On sm_90 the small
-# buckets go to fused_ws first (WS, from run 89). False restores the sixth session's two
-# passes everywhere (for A/B runs).
+# inside the GEMM loop, no decode pass) instead of two; see choose_config. On sm_90 these
+# buckets go to fused_ws first (WS), so the one-pass kernel serves them elsewhere only. False
+# restores the sixth session's two passes everywhere (for A/B runs).
 ONE_PASS = True
-# fused_ws_kernel for buckets of WS_MIN_M to WS_MAX_M rows where at most WS_MAX_ROWS (one
-# token tile of 64) are expected per group, sm_90 only (wgmma); see choose_config. False keeps
-# the Triton kernels everywhere (for A/B runs). From 1 row since the nineteenth session (run 89).
+# fused_ws_kernel wherever at most WS_MAX_ROWS (one token tile of 64) are expected per group,
+# sm_90 only (wgmma), in a bucket of any size: since the twentieth session (runs 90-93) it
+# walks only the tiles with rows and zero-fills the rest apart; before, buckets of 1-128 rows
+# (from 8 until run 89). See choose_config. False keeps the Triton kernels everywhere (for A/B
+# runs).
 WS = True
-WS_MIN_M, WS_MAX_M, WS_MAX_ROWS = 1, 128, 64
+WS_MAX_ROWS = 64
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -74,7 +76,7 @@ class Config:
                            # (kernel._tile_of_program for the tile kernel)
     zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
     ws: bool = False       # fused_ws_kernel (Gluon, sm_90): the warp-specialised one-launch kernel
-                           # for 1-128-row buckets; its tiles and stages follow from max_m and k
+                           # for few rows a group; its tiles and stages follow from max_m and k
                            # (fused_ws.token_tile, fused_ws.BW, fused_ws.PLAN): BN records BW,
                            # BM (64) and num_stages are not read
 
@@ -113,10 +115,19 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     kernel, in blocks per program for the decode pass (_decode_kb). ws: the caller can run
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
-    Thirteenth to nineteenth sessions (runs 56-57, 65, 89): on sm_90, buckets of 1-128 rows
-    with at most 64 expected per group take fused_ws_kernel, one warp-specialised launch
-    (cp.async loader warps, decoder warps, one wgmma consumer; each B tile decoded once, never
-    written back). Run 89 (H200 GPU us, run() with the one-pass kernel / fused_ws, after the
+    Thirteenth to twentieth sessions (runs 56-57, 65, 89, 90-93): on sm_90, buckets with at
+    most 64 rows expected per group take fused_ws_kernel, one warp-specialised launch
+    (cp.async loader warps, decoder warps, one wgmma consumer; each B tile decoded once per
+    token tile with rows, never written back). Buckets past 128 rows since run 93, when it
+    walked only the tiles with rows and zero-filled the rest apart; H200 GPU us, run() (two
+    passes, or the one-pass kernel at 4096) / fused_ws: 256-row bucket with ~28 rows a group
+    20.2 / 11.3, ~54 rows 21.2 / 11.3, 192-row bucket with ~56 rows 21.1 / 11.1, 4096 with ~24
+    rows 31.2 / 25.5, all 256 empty 7.3 / 7.2; and where the hint understates the rows, one
+    group of 256 behind a hint of 76 (two passes) 13.0 / 13.3. With 65-128 rows expected it is
+    not taken: 96-128 rows a group 21.3 / 19.6, but 256 with one group of 256 and one of 100
+    18.4 / 19.6, 200 mixed 21.2 / 25.9, 512 mixed 25.4 / 38.7 (each B tile decoded again for
+    every token tile). A hint far below the rows costs time here (max_m / 64 token tiles per
+    group, each decoding B again), as in the one-pass kernel, not correctness. Run 89 (H200 GPU us, run() with the one-pass kernel / fused_ws, after the
     kernel's gains of runs 68-81): max_m 1 10.4 / 8.9, 2 11.0 / 9.2, 4 11.2 / 9.1, 32 with ~11
     rows (16-token one-pass tiles) 15.4 / 9.6, so buckets under 8 rows and 17-32-row buckets
     with at most 16 rows expected, which the one-pass kernel kept until then, go to fused_ws
@@ -132,7 +143,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     one-pass kernel 13.9 at 16 (run 57d; at 32 the split one-pass kernel's memset made it
     44.2 against fused_ws's 31.4 with one descriptor, run 57b). Not at max_m 1 (GPU 10.2 /
     11.0); at 16 fused_ws was 0.3 us faster (11.5 / 11.2) with equal host time in run 57d.
-    Not where a group is expected past 64 rows (a second token tile decodes B again).
+    Not where a group is expected past 64 rows (a second token tile decodes B again: above).
 
     From measurements on an H200 (docs/kernels/grouped_gemm.md, runs 4-17 and harness runs
     G-H, 2026-11-30): most shapes are fastest with two passes (decode B to e4m3 once per
@@ -182,7 +193,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
     maxnreg = 0
-    if ws and WS and tuple(capability) == (9, 0) and WS_MIN_M <= max_m <= WS_MAX_M and rows <= WS_MAX_ROWS:
+    if ws and WS and tuple(capability) == (9, 0) and rows <= WS_MAX_ROWS:
         return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=8, ws=True)
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32
