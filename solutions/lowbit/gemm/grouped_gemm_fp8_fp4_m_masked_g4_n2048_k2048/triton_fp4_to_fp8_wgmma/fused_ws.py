@@ -106,45 +106,69 @@ if HAVE_GLUON:
             return words._reinterpret(gl.float8e4nv, shape, layout)
 
     @gluon.jit
-    def _groups(mm_ptr, G, MAX_M, BT: gl.constexpr, G_P2: gl.constexpr, WARPS: gl.constexpr):
-        """The groups as [G_P2] vectors that every thread of a partition (WARPS warps) holds
-        whole, from one load of masked_m: (group, rows, token tiles with rows, number of the
-        group's first one among all groups' token tiles with rows). Only the tiles with rows
-        go round the pipeline (_tile); the rest of c is zero-filled apart (_zero_fill). With
-        a load per group, again for every tile (serial, each waiting on the last), 48-64-row
-        buckets took up to 0.7 us longer (runs 91-92)."""
+    def _groups(mm_ptr, G, MAX_M, G_P2: gl.constexpr, WARPS: gl.constexpr):
+        """(group number, rows) of every group as [G_P2] vectors that every thread of a
+        partition (WARPS warps) holds whole, from one load of masked_m. With a load per group,
+        again for every tile (serial, each waiting on the last), 48-64-row buckets took up to
+        0.7 us longer (runs 91-92)."""
         lay: gl.constexpr = gl.BlockedLayout([G_P2], [32], [WARPS], [0])
         gi = gl.arange(0, G_P2, layout=lay)
-        rows = _rows(gl.load(mm_ptr + gi, mask=gi < G, other=0), MAX_M)
+        return gi, _rows(gl.load(mm_ptr + gi, mask=gi < G, other=0), MAX_M)
+
+    @gluon.jit
+    def _before(gi, v):
+        """Exclusive prefix sum of v over the groups (all in every thread's registers)."""
+        acc = gl.zeros_like(v)
+        for h in gl.static_range(gi.shape[0] - 1):
+            acc += gl.where(gi > h, gl.sum(gl.where(gi == h, v, 0), axis=0), 0)
+        return acc
+
+    @gluon.jit
+    def _extra(gi, rows, G, BT: gl.constexpr):
+        """Per group: token tiles with rows past the first, and whether it has none; with
+        their exclusive prefix sums and totals: (extra, before, holes before, E, Z)."""
         wt = gl.cdiv(rows, BT)
-        first = gl.zeros_like(wt)
-        for h in gl.static_range(G_P2 - 1):
-            first += gl.where(gi > h, gl.sum(gl.where(gi == h, wt, 0), axis=0), 0)
-        return gi, rows, wt, first
+        extra = gl.maximum(wt - 1, 0)
+        hole = ((wt == 0) & (gi < G)).to(gl.int32)
+        return extra, _before(gi, extra), _before(gi, hole), gl.sum(extra, axis=0), gl.sum(hole, axis=0)
 
     @gluon.jit
-    def _tile(t, NT, gi, rows, wt, first):
-        """Tile t (< NT x sum(wt)) -> (group, token tile, weight tile, rows of the group).
-        The tiles with rows are numbered group by group, token tile by token tile, weight
-        tiles fastest, so that CTA i's k-th tile is tile i + k x CTAs whatever the groups
-        hold: one group of 256 rows in a bucket of 256 spreads its 128 tiles over 128 CTAs,
-        where numbering all tiles, empty ones included, gave a few CTAs four each (run 90:
-        30 us against 13 for the two passes)."""
-        p = t // NT
-        hit = (p >= first) & (p < first + wt)
-        g = gl.sum(gl.where(hit, gi, 0), axis=0)
-        mt = p - gl.sum(gl.where(hit, first, 0), axis=0)
-        return g, mt, t % NT, gl.sum(gl.where(hit, rows, 0), axis=0)
+    def _positions(NT, G, gi, rows, BT: gl.constexpr):
+        """How many tile positions the CTAs walk (see _tile): G x NT, plus NT for every token
+        tile past a group's first that no empty group's positions take."""
+        extra, e_before, h_before, E, Z = _extra(gi, rows, G, BT)
+        return (G + gl.maximum(E - Z, 0)) * NT
 
     @gluon.jit
-    def _first_tile_guessed(NT, W, gi, rows, wt, first):
-        """Whether the CTA's first tile is the one its loader guessed before masked_m was
-        back (_speculated: group pid // NT, token tile 0, weight tile pid % NT), i.e. the
-        guessed stages belong to it; otherwise every partition passes them round the ring
-        unused."""
+    def _tile(t, NT, G, gi, rows, BT: gl.constexpr):
+        """Tile position t -> (whether it holds a tile, group, token tile, weight tile, rows
+        of the group). Position g x NT + n is group g's first token tile by weight tile n
+        wherever group g has rows, so that it is the tile the loader guessed before masked_m
+        was back (_speculated); the positions of groups without rows, then those from G x NT,
+        take the groups' further token tiles in order, so that CTA i's k-th tile is position
+        i + k x CTAs and the tiles spread evenly however the groups hold their rows (one group
+        of 256 rows in a bucket of 256: 128 tiles on 128 CTAs, where numbering every token
+        tile, empty ones included, gave a few CTAs four each: run 90, 30 us against 13 for
+        the two passes). Only empty groups' positions beyond the further tiles hold none.
+        Numbering the tiles with rows densely instead cost max_m 1 with an empty group 1 us
+        (the CTAs after it guessed wrong: harness run AJ)."""
+        q = t // NT
+        extra, e_before, h_before, E, Z = _extra(gi, rows, G, BT)
+        own = (q < G) & (gl.sum(gl.where(gi == q, rows, 0), axis=0) > 0)
+        e = gl.where(q < G, gl.sum(gl.where(gi == q, h_before, 0), axis=0), Z + q - G)
+        hit = (e >= e_before) & (e < e_before + extra)
+        g = gl.where(own, q, gl.sum(gl.where(hit, gi, 0), axis=0))
+        mt = gl.where(own, 0, 1 + e - gl.sum(gl.where(hit, e_before, 0), axis=0))
+        return own | (e < E), g, mt, t % NT, gl.sum(gl.where(gi == g, rows, 0), axis=0)
+
+    @gluon.jit
+    def _first_tile_guessed(NT, G, gi, rows):
+        """Whether position pid holds the tile the loader guessed before masked_m was back
+        (_speculated: group pid // NT's first token tile): then the guessed stages belong to
+        the CTA's first tile; otherwise every partition passes them round the ring unused."""
         pid = gl.program_id(0)
-        g, mt, nt, g_rows = _tile(pid, NT, gi, rows, wt, first)
-        return (pid < W) & (g == pid // NT) & (mt == 0)
+        q = pid // NT
+        return (q < G) & (gl.sum(gl.where(gi == q, rows, 0), axis=0) > 0)
 
     @gluon.jit
     def _rows(masked, MAX_M):
@@ -189,11 +213,10 @@ if HAVE_GLUON:
         async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
 
     @gluon.jit
-    def _zero_fill(c_ptr, G, MAX_M, N, gi, wt, BT: gl.constexpr, WARPS: gl.constexpr):
+    def _zero_fill(c_ptr, G, MAX_M, N, gi, rows, BT: gl.constexpr, WARPS: gl.constexpr):
         """The loader's last task: zeros to the rows of c that no tile stores. In each group
         they run from its last token tile with rows (whose rows past masked_m the consumer
-        zeroes) to max_m: one contiguous range of c (gi, wt: _groups' group numbers and
-        token tiles with rows). Each range is cut in 16-byte pieces dealt round the grid's
+        zeroes) to max_m: one contiguous range of c (gi, rows: _groups'). Each range is cut in 16-byte pieces dealt round the grid's
         loaders, so that every warp stores whole 512-byte runs; zero tiles stored by the
         consumer from the MMA's layout, one tile at a time, took ~50 us for max_m 4096's 64
         MiB (run 90). The loader is done with its copies a few stages before the consumer
@@ -206,7 +229,7 @@ if HAVE_GLUON:
         step = gl.num_programs(0).to(gl.int64) * (WARPS * 256)
         start = gl.program_id(0).to(gl.int64) * (WARPS * 256)
         for gg in range(G):
-            z0 = gl.minimum(gl.sum(gl.where(gi == gg, wt, 0), axis=0) * BT, MAX_M)
+            z0 = gl.minimum(gl.cdiv(gl.sum(gl.where(gi == gg, rows, 0), axis=0), BT) * BT, MAX_M)
             base = c_ptr + (gg * MAX_M + z0).to(gl.int64) * N
             count = (MAX_M - z0).to(gl.int64) * N
             for r in range(0, gl.cdiv(count - start, step)):
@@ -260,12 +283,11 @@ if HAVE_GLUON:
         # the consumer hand them on undecoded), so that every partition waits for every phase
         # of every barrier: a wait for a phase after one that has not yet completed would
         # return at once (the parity aliases; run 68's first attempts hung).
-        gi, rows, wt, first = _groups(mm_ptr, G, MAX_M, BT, G_P2, _LW)
-        W = gl.sum(wt, axis=0) * NT
-        resume = gl.where(_first_tile_guessed(NT, W, gi, rows, wt, first), spec, 0)
+        gi, rows = _groups(mm_ptr, G, MAX_M, G_P2, _LW)
+        resume = gl.where(_first_tile_guessed(NT, G, gi, rows), spec, 0)
         it = spec
-        for t in range(pid, W, gl.num_programs(0)):
-            g, mt, nt, g_rows = _tile(t, NT, gi, rows, wt, first)
+        for t in range(pid, _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
+            has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT)
             a_row = g * MAX_M + mt * BT
             b_row = g * N + nt * BW
             a_src = a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col
@@ -274,14 +296,14 @@ if HAVE_GLUON:
             s_src = bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col
             as_src = as_ptr + (a_row + tok).to(gl.int64) * KB
             in_bucket = mt * BT + tok < MAX_M
-            for ks in range(gl.where(t == pid, resume, 0), KS):
+            for ks in range(gl.where(t == pid, resume, 0), gl.where(has_tile, KS, 0)):
                 s = it % STAGES
                 # A fresh barrier counts as having completed the phase before 0.
                 mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
                 _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, ks, a_src, a_in, w_src, s_src, as_src,
                             in_bucket, SUB)
                 it += 1
-        _zero_fill(c_ptr, G, MAX_M, N, gi, wt, BT, _LW)
+        _zero_fill(c_ptr, G, MAX_M, N, gi, rows, BT, _LW)
 
     @gluon.jit
     def _block_buf(bufs, bufs1, s, h: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr):
@@ -343,14 +365,14 @@ if HAVE_GLUON:
         col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
         KS = K // (128 * SUB)
-        gi, rows, wt, first = _groups(mm_ptr, G, MAX_M, BT, G_P2, DW)
-        W = gl.sum(wt, axis=0) * NT
+        gi, rows = _groups(mm_ptr, G, MAX_M, G_P2, DW)
         it = gl.to_tensor(0)
-        if not _first_tile_guessed(NT, W, gi, rows, wt, first):
+        if not _first_tile_guessed(NT, G, gi, rows):
             # The loader's guessed stages: passed on undecoded.
             it = _hand_on(loaded, decoded, it, _speculated(G, NT, KS, SUB), STAGES)
-        for t in range(gl.program_id(0), W, gl.num_programs(0)):
-            for ks in range(KS):
+        for t in range(gl.program_id(0), _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
+            has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT)
+            for ks in range(gl.where(has_tile, KS, 0)):
                 s = it % STAGES
                 mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
                 ok = _decode_block(bw_bufs.index(SUB * s), bs_bufs.index(SUB * s),
@@ -389,19 +411,18 @@ if HAVE_GLUON:
         rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
         flagl: gl.constexpr = gl.BlockedLayout([BW // 32], [32], [4], [0])  # every thread all flags
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
-        gi, g_rows, wt, first = _groups(mm_ptr, G, MAX_M, BT, G_P2, 4)
-        W = gl.sum(wt, axis=0) * NT
+        gi, g_rows = _groups(mm_ptr, G, MAX_M, G_P2, 4)
         it = gl.to_tensor(0)
-        if not _first_tile_guessed(NT, W, gi, g_rows, wt, first):
+        if not _first_tile_guessed(NT, G, gi, g_rows):
             # The loader's guessed stages: handed back unused.
             it = _hand_on(decoded, empty, it, _speculated(G, NT, KS, SUB), STAGES)
-        for t in range(gl.program_id(0), W, gl.num_programs(0)):
-            g, mt, nt, rows = _tile(t, NT, gi, g_rows, wt, first)
+        for t in range(gl.program_id(0), _positions(NT, G, gi, g_rows, BT), gl.num_programs(0)):
+            has_tile, g, mt, nt, rows = _tile(t, NT, G, gi, g_rows, BT)
             offs_w = nt * BW + gl.arange(0, BW, layout=gl.SliceLayout(1, mma))
             offs_t = mt * BT + gl.arange(0, BT, layout=gl.SliceLayout(0, mma))
             acc = gl.zeros([BW, BT], gl.float32, mma)
             t_mma = gl.zeros([BW, BT], gl.float32, mma)
-            for ks in range(KS):
+            for ks in range(gl.where(has_tile, KS, 0)):
                 s = it % STAGES
                 phase = (it // STAGES) & 1
                 mbarrier.wait(loaded.index(s), phase)
@@ -448,7 +469,7 @@ if HAVE_GLUON:
                 it += 1
             acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
             c_cols = c_ptr + (g * MAX_M + offs_t).to(gl.int64) * N
-            gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(offs_t < MAX_M)[None, :])
+            gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(has_tile & (offs_t < MAX_M))[None, :])
 
     @gluon.jit
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, G,
