@@ -1,0 +1,538 @@
+"""One launch where few rows per group are expected, on Hopper: B decoded by warps of its own, beside the MMA.
+
+Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to twentieth
+sessions, runs 55-57, 65, 68, 76-82 and 90-93 in docs/kernels/grouped_gemm.md). With at most 64 rows
+in a group its tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the
+two-pass path's decode pass, but never written back to memory as e4m3; and the decode
+overlaps the MMA inside each SM through warp specialisation instead of only across CTAs. A
+persistent CTA per SM has three partitions, synchronised only through per-stage mbarriers. A
+stage holds SUB = 2 128-K blocks (PLAN: 12, 10 or 8 blocks in flight), so that every partition
+waits, fences, syncs and arrives once per two blocks (0.8-1.2 us less than once per block, run
+76); at 32 and 64 tokens the second block's decoded tile and multipliers live in allocations
+of their own, which spares the decoder one barrier a stage (SPLIT, runs 80-82):
+
+- a loader (two warps): per 128-K block, by cp.async, A's tile (the group's BT token rows) and
+  their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
+  ``loaded[s]``; no TMA, as each TMA descriptor costs the host ~5-11 us to encode per launch,
+  run 57; one warp could not issue a 64-token block's 28 copies per thread faster than one
+  per ~0.5-0.8 us, run 65); once its tiles' copies are out, it zero-fills the rows of c that
+  no tile stores (_zero_fill);
+- a decoder (four warps, two threads per weight row, 8 words each): folds the row's four
+  per-32 scales of the block (kernel._fold_scales_2d's test), decodes its words with kernel's
+  prmt lookup into the block's swizzled e4m3 tile and writes the row's multiplier (-1 where
+  the block does not fold: raw codes then), then the stage's flags, one per 32 rows
+  (``decoded[s]``); with one thread per row (two warps) it took ~0.4-0.5 us a block, which
+  bound the pipeline (run 65), and 8 warps were slower again (run 78);
+- a consumer warpgroup: acc[64 weight rows, BT tokens] += wgmma(Bdec, A^T) * (ref x a_scale),
+  one K = 128 wgmma per block, each promoted in fp32 while the next one runs; a stage with a
+  row that does not fold takes four K = 32 wgmmas per block instead, each times that row's own
+  per-32 scale (exact products); then ``empty[s]``. c is stored transposed from the accumulator.
+
+The kernel takes any max_m (token tiles of 16, 32 or 64; a group of more than 64 rows decodes
+its B tiles again per token tile); heuristics.choose_config says where it is used. Only tiles
+with rows go round the pipeline: every partition reads masked_m on the device (so nothing
+waits on the host), counts them and walks them group by group, CTA i taking tiles i, i +
+CTAs, ... (_tile), so a bucket's empty token tiles cost nothing there and the tiles with rows
+are spread evenly however the groups hold them; the rows past each group's last token tile
+with rows are zero-filled apart, by the loaders in 512-byte runs (twentieth session, runs
+90-93: 256-row buckets with 32-64 rows a group 20 -> 11 us, max_m 4096 with ~24 rows 29 -> 26).
+The loader issues the first SPEC blocks of its guess of the CTA's first tile (group pid // NT,
+token tile 0: the first tile wherever every group has 1-64 rows) before masked_m is back from
+memory (0.3-0.4 us less at 33-128-row buckets, run 68); where the guess was wrong they go
+round the ring unused, so the CTA starts its first tile only once they have landed. Gluon has
+no interpreter and no portable lowering: main.py takes this path only on sm_90 with a Triton
+that has Gluon (HAVE_GLUON) and 16-byte aligned tensors; the Triton kernels serve every other
+call.
+"""
+
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+    from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, warpgroup_mma,
+                                                                  warpgroup_mma_wait)
+
+    HAVE_GLUON = True
+except ImportError:  # Triton without Gluon: the Triton kernels serve every call
+    HAVE_GLUON = False
+
+# The Triton kernels' fold limit (a constexpr: kernel.FOLD_SPREAD says why 3 binades) and
+# prmt decode, so that both paths fold and decode alike.
+from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
+
+BW = 64        # weight rows per tile (the MMA's M)
+# (128-K blocks per stage, stages, split) by token tile. Every partition waits, fences, syncs
+# and arrives once per stage, and that synchronisation lies on each block's path (runs 71-75):
+# two blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76), four gained at most 0.3
+# more at 16 tokens and lost at 64 (run 77). Shared memory holds 12, 10 and 8 blocks (189, 179
+# and 177 KB). split: the stage's second block decodes into allocations of its own, so that
+# the compiler's barrier analysis sees no hazard between the two blocks' stores and the
+# decoder syncs once a stage instead of twice: 0.2-0.5 us less at 32 and 64 tokens, but 0.1-0.3
+# slower at 16 in every run, for a reason not found (runs 80-82).
+PLAN = {16: (2, 6, False), 32: (2, 5, True), 64: (2, 4, True)}
+SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68)
+assert all(SPEC % sub == 0 and SPEC <= sub * stages and (sub == 2 or not split)
+           for sub, stages, split in PLAN.values()), \
+    "the speculated blocks must fill whole stages and fit the ring without waiting on a release; " \
+    "split needs two blocks a stage"
+# Two threads per weight row (8 decoder warps, four per row, were slower: run 78).
+DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
+# Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the
+# decoder and the loader; the consumer (Gluon's default partition) gets the rest. ptxas
+# (Triton 3.6, sm_90a) reports no spill at 16, 32 or 64 tokens.
+MAXNREG, DECODER_REGS, LOADER_REGS = 160, 112, 80
+
+if HAVE_GLUON:
+    _BW, _DECODER_REGS, _LOADER_REGS = gl.constexpr(BW), gl.constexpr(DECODER_REGS), gl.constexpr(LOADER_REGS)
+    _DW, _LW = gl.constexpr(DECODER_WARPS), gl.constexpr(LOADER_WARPS)
+    _SPEC = gl.constexpr(SPEC)
+    # Shared-memory layouts of a stage's packed words [BW, 16] and scales [BW, 4] (what TMA
+    # boxes of those shapes would use: rows of 16-byte chunks, swizzled where rows allow).
+    _W_LAYOUT = gl.constexpr(gl.NVMMASharedLayout.get_default_for([BW, 16], gl.int32))
+    _S_LAYOUT = gl.constexpr(gl.NVMMASharedLayout.get_default_for([BW, 4], gl.float32))
+    _PRMT = gl.constexpr(_PRMT_WORD_ASM_TEXT)
+    # A barrier among one partition's warps (Triton 3.6 names it thread_barrier, 3.7+ barrier).
+    _partition_sync = gl.thread_barrier if hasattr(gl, "thread_barrier") else gl.barrier
+    # A cp.async copy into shared memory (Triton 3.6 async_copy_global_to_shared, 3.7+ async_load).
+    _cp_async = async_copy.async_load if hasattr(async_copy, "async_load") else async_copy.async_copy_global_to_shared
+
+    if hasattr(gl.shared_memory_descriptor, "reinterpret"):  # Triton 3.7+
+        @gluon.jit
+        def _as_fp8(words, shape: gl.constexpr, layout: gl.constexpr):
+            return words.reinterpret(gl.float8e4nv, shape, layout)
+    else:  # Triton 3.6
+        @gluon.jit
+        def _as_fp8(words, shape: gl.constexpr, layout: gl.constexpr):
+            return words._reinterpret(gl.float8e4nv, shape, layout)
+
+    @gluon.jit
+    def _groups(mm_ptr, G, MAX_M, BT: gl.constexpr, G_P2: gl.constexpr, WARPS: gl.constexpr):
+        """The groups as [G_P2] vectors that every thread of a partition (WARPS warps) holds
+        whole, from one load of masked_m: (group, rows, token tiles with rows, number of the
+        group's first one among all groups' token tiles with rows). Only the tiles with rows
+        go round the pipeline (_tile); the rest of c is zero-filled apart (_zero_fill). With
+        a load per group, again for every tile (serial, each waiting on the last), 48-64-row
+        buckets took up to 0.7 us longer (runs 91-92)."""
+        lay: gl.constexpr = gl.BlockedLayout([G_P2], [32], [WARPS], [0])
+        gi = gl.arange(0, G_P2, layout=lay)
+        rows = _rows(gl.load(mm_ptr + gi, mask=gi < G, other=0), MAX_M)
+        wt = gl.cdiv(rows, BT)
+        first = gl.zeros_like(wt)
+        for h in gl.static_range(G_P2 - 1):
+            first += gl.where(gi > h, gl.sum(gl.where(gi == h, wt, 0), axis=0), 0)
+        return gi, rows, wt, first
+
+    @gluon.jit
+    def _tile(t, NT, gi, rows, wt, first):
+        """Tile t (< NT x sum(wt)) -> (group, token tile, weight tile, rows of the group).
+        The tiles with rows are numbered group by group, token tile by token tile, weight
+        tiles fastest, so that CTA i's k-th tile is tile i + k x CTAs whatever the groups
+        hold: one group of 256 rows in a bucket of 256 spreads its 128 tiles over 128 CTAs,
+        where numbering all tiles, empty ones included, gave a few CTAs four each (run 90:
+        30 us against 13 for the two passes)."""
+        p = t // NT
+        hit = (p >= first) & (p < first + wt)
+        g = gl.sum(gl.where(hit, gi, 0), axis=0)
+        mt = p - gl.sum(gl.where(hit, first, 0), axis=0)
+        return g, mt, t % NT, gl.sum(gl.where(hit, rows, 0), axis=0)
+
+    @gluon.jit
+    def _first_tile_guessed(NT, W, gi, rows, wt, first):
+        """Whether the CTA's first tile is the one its loader guessed before masked_m was
+        back (_speculated: group pid // NT, token tile 0, weight tile pid % NT), i.e. the
+        guessed stages belong to it; otherwise every partition passes them round the ring
+        unused."""
+        pid = gl.program_id(0)
+        g, mt, nt, g_rows = _tile(pid, NT, gi, rows, wt, first)
+        return (pid < W) & (g == pid // NT) & (mt == 0)
+
+    @gluon.jit
+    def _rows(masked, MAX_M):
+        """Rows of a group: clamp(masked_m, 0, max_m), clamped in masked_m's own width before
+        narrowing (as kernel.py's kernels do), so that an int64 masked_m past 2^31 still means
+        max_m rows, not its low 32 bits."""
+        return gl.minimum(gl.maximum(masked, 0), MAX_M).to(gl.int32)
+
+    @gluon.jit
+    def _speculated(G, NT, KS, SUB: gl.constexpr):
+        """Stages the loader issues before masked_m is back, for its guess of the CTA's first
+        tile (group pid // NT, token tile 0, weight tile pid % NT: the first tile wherever
+        every group has rows and at most one token tile of them): the first min(SPEC / SUB,
+        KS), or none where pid // NT is no group."""
+        return gl.where(gl.program_id(0) < G * NT, gl.minimum(KS, _SPEC // SUB), 0)
+
+    @gluon.jit
+    def _hand_on(waited, arrived, it, n, STAGES: gl.constexpr):
+        """Stages it .. it + n - 1 passed on untouched: wait for each one's phase of `waited`,
+        then arrive on `arrived`, so that no partition skips a phase (a wait for a phase after
+        one not yet completed would return at once: the parity aliases, run 68). Returns the
+        ring position after them."""
+        for i in range(n):
+            mbarrier.wait(waited.index(it % STAGES), (it // STAGES) & 1)
+            mbarrier.arrive(arrived.index(it % STAGES), count=1)
+            it += 1
+        return it
+
+    @gluon.jit
+    def _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, ks, a_src, a_in, w_src, s_src, as_src, in_bucket,
+                    SUB: gl.constexpr):
+        """The copies of stage ks's SUB 128-K blocks into ring stage s (A's rows in the bucket,
+        B's words, b_scale, a_scale), then one arrival on loaded[s] per loader thread once they
+        have landed (the barrier counts all the loader's threads)."""
+        for h in gl.static_range(SUB):
+            b = SUB * s + h
+            kb = SUB * ks + h
+            _cp_async(a_bufs.index(b), a_src + kb * 128, mask=a_in)
+            _cp_async(bw_bufs.index(b), w_src + kb * 16)
+            _cp_async(bs_bufs.index(b), s_src + kb * 4)
+            _cp_async(as_bufs.index(b), as_src + kb, mask=in_bucket)
+        async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
+
+    @gluon.jit
+    def _zero_fill(c_ptr, G, MAX_M, N, gi, wt, BT: gl.constexpr, WARPS: gl.constexpr):
+        """The loader's last task: zeros to the rows of c that no tile stores. In each group
+        they run from its last token tile with rows (whose rows past masked_m the consumer
+        zeroes) to max_m: one contiguous range of c (gi, wt: _groups' group numbers and
+        token tiles with rows). Each range is cut in 16-byte pieces dealt round the grid's
+        loaders, so that every warp stores whole 512-byte runs; zero tiles stored by the
+        consumer from the MMA's layout, one tile at a time, took ~50 us for max_m 4096's 64
+        MiB (run 90). The loader is done with its copies a few stages before the consumer
+        with its tiles, and waits on nothing here. Shared with the decoder, the fill cost
+        0.3-0.9 us at 1-128-row buckets even where there was nothing to store (run 93: the
+        values it needs, live across the decoder's loop)."""
+        piece: gl.constexpr = gl.BlockedLayout([8], [32], [WARPS], [0])
+        lane = gl.arange(0, WARPS * 256, layout=piece)
+        zeros = gl.zeros([WARPS * 256], gl.bfloat16, piece)
+        step = gl.num_programs(0).to(gl.int64) * (WARPS * 256)
+        start = gl.program_id(0).to(gl.int64) * (WARPS * 256)
+        for gg in range(G):
+            z0 = gl.minimum(gl.sum(gl.where(gi == gg, wt, 0), axis=0) * BT, MAX_M)
+            base = c_ptr + (gg * MAX_M + z0).to(gl.int64) * N
+            count = (MAX_M - z0).to(gl.int64) * N
+            for r in range(0, gl.cdiv(count - start, step)):
+                offs = start + r * step + lane
+                gl.store(base + offs, zeros, mask=offs < count)
+
+    @gluon.jit
+    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
+                N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr):
+        BT: gl.constexpr = a_bufs.type.shape[1]
+        BW: gl.constexpr = bw_bufs.type.shape[1]
+        KB = K // 128
+        KS = KB // SUB  # stages per tile
+        # Everything by cp.async, no TMA: a TMA descriptor costs the host ~5-11 us to encode
+        # per launch (run 57). Per thread and block (two warps): BT / 8 16-byte copies of A, 4
+        # of B's packed words, 1 of its scales, a 4-byte copy of a_scale per token.
+        al: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [_LW, 1], [1, 0])
+        wl: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [_LW, 1], [1, 0])
+        sl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [_LW, 1], [1, 0])
+        w_row = gl.arange(0, BW, layout=gl.SliceLayout(1, wl))[:, None]
+        w_col = gl.arange(0, 16, layout=gl.SliceLayout(0, wl))[None, :]
+        s_row = gl.arange(0, BW, layout=gl.SliceLayout(1, sl))[:, None]
+        s_col = gl.arange(0, 4, layout=gl.SliceLayout(0, sl))[None, :]
+        a_tok = gl.arange(0, BT, layout=gl.SliceLayout(1, al))[:, None]
+        a_col = gl.arange(0, 128, layout=gl.SliceLayout(0, al))[None, :]
+        # a_scale of the tile's BT tokens for one block: a 4-byte copy per token (a column of
+        # a_scale [g * max_m, KB]), so that the consumer's promotion reads shared memory
+        # instead of waiting on a global load one block ahead (~1.6 us at 64 tokens, run 56d).
+        tok = gl.arange(0, BT, layout=gl.BlockedLayout([1], [32], [_LW], [0]))
+        w_words = w_ptr.to(gl.pointer_type(gl.int32), bitcast=True)
+        pid = gl.program_id(0)
+        # The first stages of the guessed first tile go out before masked_m is back (~1 us into
+        # the kernel after the harness's L2 flush, run 74): none of their addresses depends on
+        # it, and masked_m is loaded only after them.
+        spec = _speculated(G, NT, KS, SUB)
+        g = pid // NT
+        nt = pid % NT
+        a_row = g * MAX_M
+        b_row = g * N + nt * BW
+        # Rows past the group's bucket are zero-filled (their columns of c are stored as
+        # zeros). Row strides as 16 and 4 x KB: the compiler then sees 16-byte aligned rows
+        # (b_fp4's bytes read as int32 words).
+        for ks in range(spec):
+            mbarrier.wait(empty.index(ks % STAGES), ((ks // STAGES) & 1) ^ 1)
+            _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, ks % STAGES, ks,
+                        a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col, a_tok < MAX_M,
+                        w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col,
+                        bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col,
+                        as_ptr + (a_row + tok).to(gl.int64) * KB, tok < MAX_M, SUB)
+        # Where the guess was wrong, its stages go round the ring all the same (the decoder and
+        # the consumer hand them on undecoded), so that every partition waits for every phase
+        # of every barrier: a wait for a phase after one that has not yet completed would
+        # return at once (the parity aliases; run 68's first attempts hung).
+        gi, rows, wt, first = _groups(mm_ptr, G, MAX_M, BT, G_P2, _LW)
+        W = gl.sum(wt, axis=0) * NT
+        resume = gl.where(_first_tile_guessed(NT, W, gi, rows, wt, first), spec, 0)
+        it = spec
+        for t in range(pid, W, gl.num_programs(0)):
+            g, mt, nt, g_rows = _tile(t, NT, gi, rows, wt, first)
+            a_row = g * MAX_M + mt * BT
+            b_row = g * N + nt * BW
+            a_src = a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col
+            a_in = mt * BT + a_tok < MAX_M
+            w_src = w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col
+            s_src = bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col
+            as_src = as_ptr + (a_row + tok).to(gl.int64) * KB
+            in_bucket = mt * BT + tok < MAX_M
+            for ks in range(gl.where(t == pid, resume, 0), KS):
+                s = it % STAGES
+                # A fresh barrier counts as having completed the phase before 0.
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, s, ks, a_src, a_in, w_src, s_src, as_src,
+                            in_bucket, SUB)
+                it += 1
+        _zero_fill(c_ptr, G, MAX_M, N, gi, wt, BT, _LW)
+
+    @gluon.jit
+    def _block_buf(bufs, bufs1, s, h: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr):
+        """Block h of ring stage s in a per-block buffer (decoded tile or row multipliers): at
+        SUB * s + h, or, where SPLIT, the first block at s and the second in bufs1 at s."""
+        if SPLIT:
+            if h == 0:
+                return bufs.index(s)
+            else:
+                return bufs1.index(s)
+        else:
+            return bufs.index(SUB * s + h)
+
+    @gluon.jit
+    def _decode_block(bw_buf, bs_buf, qw_buf, ref_buf, rowl: gl.constexpr, col16, col4):
+        """One 128-K block: fold each row's four per-32 scales (kernel._fold_scales_2d's test),
+        decode its words into the swizzled e4m3 tile, write the row's multiplier (-1 where the
+        row does not fold: raw codes then). Returns whether each row folds."""
+        BW: gl.constexpr = bw_buf.type.shape[0]
+        w = bw_buf.load(rowl)                              # [BW, 16] words of 8 codes
+        sb = bs_buf.load(rowl).to(gl.int32, bitcast=True)  # [BW, 4] scale bits
+        # kernel._block_bits: positive, normal powers of two within FOLD_SPREAD binades.
+        bmax = gl.max(sb, axis=1)
+        bmin = gl.min(sb, axis=1)
+        mant = gl.max(sb & 0x7FFFFF, axis=1)
+        ok = (bmin > 0) & (mant == 0) & (bmax < 0x7F800000) & (bmax - bmin <= FOLD_SPREAD * 0x800000)
+        # (e_j - e_max + 6) * 8: the exponent-field addend of group j; 0 keeps raw codes.
+        dexp = gl.where(ok[:, None], (sb >> 20) - (bmax >> 20)[:, None] + 48, 0)
+        d0 = gl.sum(gl.where(col4 == 0, dexp, 0), axis=1)[:, None]
+        d1 = gl.sum(gl.where(col4 == 1, dexp, 0), axis=1)[:, None]
+        d2 = gl.sum(gl.where(col4 == 2, dexp, 0), axis=1)[:, None]
+        d3 = gl.sum(gl.where(col4 == 3, dexp, 0), axis=1)[:, None]
+        # The two byte tables per 32-group, made once per group and then placed by column (the
+        # selects fold: each register's column is known), not per word.
+        lut0 = gl.where(col16 == 0, 0x3C383000 + d0 * 0x01010100,
+                        gl.where(col16 == 1, 0x3C383000 + d1 * 0x01010100,
+                                 gl.where(col16 == 2, 0x3C383000 + d2 * 0x01010100, 0x3C383000 + d3 * 0x01010100)))
+        lut1 = gl.where(col16 == 0, 0x4C484440 + d0 * 0x01010101,
+                        gl.where(col16 == 1, 0x4C484440 + d1 * 0x01010101,
+                                 gl.where(col16 == 2, 0x4C484440 + d2 * 0x01010101, 0x4C484440 + d3 * 0x01010101)))
+        # The prmt lookup (inline PTX: this kernel runs on NVIDIA GPUs only).
+        lo, hi = gl.inline_asm_elementwise(_PRMT, "=r,=r,r,r,r", [w, lut0, lut1], dtype=(gl.int32, gl.int32),
+                                           is_pure=True, pack=1)
+        qw_buf.store(gl.reshape(gl.join(lo, hi), [BW, 32]))
+        ref_buf.store(gl.where(ok, bmax.to(gl.float32, bitcast=True) * 0.015625, -1.0))
+        return ok
+
+    @gluon.jit
+    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr, c_ptr,
+                 MAX_M, N, K, NT, G, STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
+                 G_P2: gl.constexpr):
+        BW: gl.constexpr = bw_bufs.type.shape[1]
+        DW: gl.constexpr = _DW
+        # DW / 2 threads per weight row (one lane of each of DW / 2 warps): each a share of its
+        # 16 words and all 4 of its scales (the same layout on [BW, 4], replicated), so the
+        # fold needs no shuffles.
+        TPR: gl.constexpr = DW // (BW // 32)
+        rowl: gl.constexpr = gl.BlockedLayout([1, 16 // TPR], [32, 1], [BW // 32, TPR], [1, 0])
+        col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
+        col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
+        KS = K // (128 * SUB)
+        gi, rows, wt, first = _groups(mm_ptr, G, MAX_M, BT, G_P2, DW)
+        W = gl.sum(wt, axis=0) * NT
+        it = gl.to_tensor(0)
+        if not _first_tile_guessed(NT, W, gi, rows, wt, first):
+            # The loader's guessed stages: passed on undecoded.
+            it = _hand_on(loaded, decoded, it, _speculated(G, NT, KS, SUB), STAGES)
+        for t in range(gl.program_id(0), W, gl.num_programs(0)):
+            for ks in range(KS):
+                s = it % STAGES
+                mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
+                ok = _decode_block(bw_bufs.index(SUB * s), bs_bufs.index(SUB * s),
+                                   _block_buf(qw_bufs, qw1_bufs, s, 0, SUB, SPLIT),
+                                   _block_buf(ref_bufs, ref1_bufs, s, 0, SUB, SPLIT), rowl, col16, col4)
+                for h in gl.static_range(1, SUB):
+                    ok = ok & _decode_block(bw_bufs.index(SUB * s + h), bs_bufs.index(SUB * s + h),
+                                            _block_buf(qw_bufs, qw1_bufs, s, h, SUB, SPLIT),
+                                            _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT), rowl, col16, col4)
+                # The stage's flags, one per 32 weight rows (a warp's rows): some row of some
+                # block did not fold. Reduced within each warp only, no barrier (a reduction
+                # across the warps through shared memory cost two a stage: run 79).
+                bad = gl.max(gl.reshape(gl.where(ok, 0, 1), [BW // 32, 32]), axis=1)
+                flag_bufs.index(s).store(bad)
+                # The consumer's wgmma reads the tiles through the async proxy.
+                fence_async_shared()
+                _partition_sync()
+                mbarrier.arrive(decoded.index(s), count=1)
+                it += 1
+
+    @gluon.jit
+    def _promote(acc, t_mma, ref_buf, as_buf, mma: gl.constexpr):
+        """acc + one block's wgmma result times (row multiplier x token a_scale), in fp32."""
+        ref = ref_buf.load(gl.SliceLayout(1, mma))
+        a_s = as_buf.load(gl.SliceLayout(0, mma))
+        return acc + t_mma * (ref[:, None] * a_s[None, :])
+
+    @gluon.jit
+    def _consumer(a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty,
+                  mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr,
+                  SPLIT: gl.constexpr, G_P2: gl.constexpr):
+        BW: gl.constexpr = q_bufs.type.shape[1]
+        BT: gl.constexpr = a_bufs.type.shape[1]
+        KS = K // (128 * SUB)
+        mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BT, 32])
+        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
+        flagl: gl.constexpr = gl.BlockedLayout([BW // 32], [32], [4], [0])  # every thread all flags
+        col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
+        gi, g_rows, wt, first = _groups(mm_ptr, G, MAX_M, BT, G_P2, 4)
+        W = gl.sum(wt, axis=0) * NT
+        it = gl.to_tensor(0)
+        if not _first_tile_guessed(NT, W, gi, g_rows, wt, first):
+            # The loader's guessed stages: handed back unused.
+            it = _hand_on(decoded, empty, it, _speculated(G, NT, KS, SUB), STAGES)
+        for t in range(gl.program_id(0), W, gl.num_programs(0)):
+            g, mt, nt, rows = _tile(t, NT, gi, g_rows, wt, first)
+            offs_w = nt * BW + gl.arange(0, BW, layout=gl.SliceLayout(1, mma))
+            offs_t = mt * BT + gl.arange(0, BT, layout=gl.SliceLayout(0, mma))
+            acc = gl.zeros([BW, BT], gl.float32, mma)
+            t_mma = gl.zeros([BW, BT], gl.float32, mma)
+            for ks in range(KS):
+                s = it % STAGES
+                phase = (it // STAGES) & 1
+                mbarrier.wait(loaded.index(s), phase)
+                mbarrier.wait(decoded.index(s), phase)
+                # A landed through cp.async (the generic proxy); wgmma reads it through the
+                # async proxy.
+                fence_async_shared()
+                if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:  # every row folds
+                    # One K = 128 wgmma per block, each promoted as soon as it is done while
+                    # the next one runs.
+                    t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, 0, SUB, SPLIT),
+                                           a_bufs.index(SUB * s).permute((1, 0)), t_mma, use_acc=False,
+                                           is_async=True)
+                    for h in gl.static_range(1, SUB):
+                        t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT),
+                                               a_bufs.index(SUB * s + h).permute((1, 0)), t_mma, use_acc=False,
+                                               is_async=True)
+                        t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
+                        acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, h - 1, SUB, SPLIT),
+                                       as_bufs.index(SUB * s + h - 1), mma)
+                        t_prev = t_next
+                    t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
+                    acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, SUB - 1, SUB, SPLIT),
+                                   as_bufs.index(SUB * s + SUB - 1), mma)
+                else:
+                    # Rows that do not fold hold raw codes: their 32-groups one at a time,
+                    # each times its own scale; rows that fold keep ref.
+                    for h in gl.static_range(SUB):
+                        b = SUB * s + h
+                        q_tile = _block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT)
+                        a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
+                        for j in gl.static_range(4):
+                            t_mma = warpgroup_mma(q_tile.slice(32 * j, 32, dim=1),
+                                                  a_bufs.index(b).slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
+                                                  use_acc=False, is_async=True)
+                            t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
+                            sc = bs_bufs.index(b).load(rowl)
+                            s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1),
+                                                    gl.SliceLayout(1, mma))
+                            ref = _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT).load(gl.SliceLayout(1, mma))
+                            mult = gl.where(ref >= 0.0, ref, s_j)
+                            acc = acc + t_mma * (mult[:, None] * a_s[None, :])
+                mbarrier.arrive(empty.index(s), count=1)
+                it += 1
+            acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
+            c_cols = c_ptr + (g * MAX_M + offs_t).to(gl.int64) * N
+            gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(offs_t < MAX_M)[None, :])
+
+    @gluon.jit
+    def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, G,
+                        STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
+                        G_P2: gl.constexpr):
+        """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
+        (token_tile); SUB: 128-K blocks per stage (each with buffers of its own, so every layout
+        is a block's); SPLIT: the second block's decoded tile and multipliers in allocations of
+        their own (PLAN). num_warps = 4 (the consumer, Gluon's default partition)."""
+        BW: gl.constexpr = _BW
+        # A's tile in wgmma's 128-byte swizzle (rows of 128 e4m3 bytes), like the decoded tile.
+        a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        a_bufs = gl.allocate_shared_memory(gl.float8e4nv, [SUB * STAGES, BT, 128], a_layout)
+        bw_bufs = gl.allocate_shared_memory(gl.int32, [SUB * STAGES, BW, 16], _W_LAYOUT)
+        bs_bufs = gl.allocate_shared_memory(gl.float32, [SUB * STAGES, BW, 4], _S_LAYOUT)
+        as_bufs = gl.allocate_shared_memory(gl.float32, [SUB * STAGES, BT], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        # The decoded tile: written as int32 words, read by wgmma as e4m3 (the same bytes and
+        # the same 128-byte swizzle).
+        qw_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
+        q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        PER: gl.constexpr = STAGES if SPLIT else SUB * STAGES  # entries of the first allocations
+        qw_bufs = gl.allocate_shared_memory(gl.int32, [PER, BW, 32], qw_layout)
+        q_bufs = _as_fp8(qw_bufs, [PER, BW, 128], q_layout)
+        ref_bufs = gl.allocate_shared_memory(gl.float32, [PER, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        if SPLIT:
+            qw1_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW, 32], qw_layout)
+            q1_bufs = _as_fp8(qw1_bufs, [STAGES, BW, 128], q_layout)
+            ref1_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        else:  # not read (_block_buf)
+            qw1_bufs, q1_bufs, ref1_bufs = qw_bufs, q_bufs, ref_bufs
+        flag_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW // 32], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        loaded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        decoded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(loaded.index(i), count=32 * _LW)  # the loader warps' threads
+            mbarrier.init(decoded.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        gl.warp_specialize([
+            (_consumer, (a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded,
+                         empty, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, SUB, SPLIT, G_P2)),
+            (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr,
+                        c_ptr, MAX_M, N, K, NT, G, STAGES, BT, SUB, SPLIT, G_P2)),
+            (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr,
+                       MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
+        ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
+
+
+def token_tile(max_m) -> int:
+    """Tokens per tile (the MMA's N): the bucket's rows, rounded up to 16, 32 or 64."""
+    return 16 if max_m <= 16 else 32 if max_m <= 32 else 64
+
+
+def supported(g, max_m, n, k) -> bool:
+    """Shapes the kernel takes (the caller also needs sm_90 and 16-byte aligned tensors for
+    the 16-byte cp.async copies): whole 64-row weight tiles, k a multiple of 128 (one block a
+    stage where k is no multiple of 256)."""
+    return HAVE_GLUON and g > 0 and 0 < max_m and n % BW == 0 and k % 128 == 0
+
+
+def grid_and_sizes(g, max_m, n, num_sms):
+    """(grid, NT): one persistent CTA per SM at most, over g x token tiles x weight tiles (the
+    tiles with rows are known on the device only; the rest of the grid zero-fills)."""
+    nt = n // BW
+    tiles = g * -(-max_m // token_tile(max_m)) * nt
+    return (min(tiles, num_sms), 1, 1), nt
+
+
+def consts(g, max_m, k, plan=None):
+    """fused_ws_kernel's constexprs and compile options; plan: PLAN's form, for experiments."""
+    bt = token_tile(max_m)
+    sub, stages, split = (plan or PLAN)[bt]
+    if (k // 128) % sub:  # one block a stage, in as many stages as blocks
+        sub, stages, split = 1, sub * stages, False
+    return dict(STAGES=stages, BT=bt, SUB=sub, SPLIT=split, G_P2=1 << max(g - 1, 0).bit_length(), num_warps=4,
+                maxnreg=MAXNREG)
+
+
+def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None):
+    """fused_ws_kernel through Triton's own launcher (checks and tools; main.py launches it
+    through its plan)."""
+    g, max_m, k = a_fp8.shape
+    n = b_fp4.shape[1]
+    grid, nt = grid_and_sizes(g, max_m, n, num_sms)
+    fused_ws_kernel[grid](a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, nt, g,
+                          **consts(g, max_m, k, plan))
+    return c
