@@ -133,17 +133,14 @@ if HAVE_GLUON:
         return extra, _before(gi, extra), _before(gi, hole), gl.sum(extra, axis=0), gl.sum(hole, axis=0)
 
     @gluon.jit
-    def _positions(NT, G, gi, rows, BT: gl.constexpr, ONE_TT: gl.constexpr):
+    def _positions(NT, G, gi, rows, BT: gl.constexpr):
         """How many tile positions the CTAs walk (see _tile): G x NT, plus NT for every token
-        tile past a group's first that no empty group's positions take. ONE_TT: the bucket
-        fits one token tile (max_m <= BT), so there are none such."""
-        if ONE_TT:
-            return G * NT
+        tile past a group's first that no empty group's positions take."""
         extra, e_before, h_before, E, Z = _extra(gi, rows, G, BT)
         return (G + gl.maximum(E - Z, 0)) * NT
 
     @gluon.jit
-    def _tile(t, NT, G, gi, rows, BT: gl.constexpr, ONE_TT: gl.constexpr):
+    def _tile(t, NT, G, gi, rows, BT: gl.constexpr):
         """Tile position t -> (whether it holds a tile, group, token tile, weight tile, rows
         of the group). Position g x NT + n is group g's first token tile by weight tile n
         wherever group g has rows, so that it is the tile the loader guessed before masked_m
@@ -154,13 +151,8 @@ if HAVE_GLUON:
         tile, empty ones included, gave a few CTAs four each: run 90, 30 us against 13 for
         the two passes). Only empty groups' positions beyond the further tiles hold none.
         Numbering the tiles with rows densely instead cost max_m 1 with an empty group 1 us
-        (the CTAs after it guessed wrong: harness run AJ). ONE_TT (max_m <= BT): position g x
-        NT + n is group g's only token tile, without the arithmetic for further ones (0.2-0.3
-        us at 16-64-row buckets, run 96)."""
+        (the CTAs after it guessed wrong: harness run AJ)."""
         q = t // NT
-        if ONE_TT:
-            q_rows = gl.sum(gl.where(gi == q, rows, 0), axis=0)
-            return q_rows > 0, q, 0, t % NT, q_rows
         extra, e_before, h_before, E, Z = _extra(gi, rows, G, BT)
         own = (q < G) & (gl.sum(gl.where(gi == q, rows, 0), axis=0) > 0)
         e = gl.where(q < G, gl.sum(gl.where(gi == q, h_before, 0), axis=0), Z + q - G)
@@ -246,8 +238,7 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
-                N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr,
-                ONE_TT: gl.constexpr):
+                N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr):
         BT: gl.constexpr = a_bufs.type.shape[1]
         BW: gl.constexpr = bw_bufs.type.shape[1]
         KB = K // 128
@@ -295,8 +286,8 @@ if HAVE_GLUON:
         gi, rows = _groups(mm_ptr, G, MAX_M, G_P2, _LW)
         resume = gl.where(_first_tile_guessed(NT, G, gi, rows), spec, 0)
         it = spec
-        for t in range(pid, _positions(NT, G, gi, rows, BT, ONE_TT), gl.num_programs(0)):
-            has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT, ONE_TT)
+        for t in range(pid, _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
+            has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT)
             a_row = g * MAX_M + mt * BT
             b_row = g * N + nt * BW
             a_src = a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col
@@ -363,7 +354,7 @@ if HAVE_GLUON:
     @gluon.jit
     def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr, c_ptr,
                  MAX_M, N, K, NT, G, STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
-                 G_P2: gl.constexpr, ONE_TT: gl.constexpr):
+                 G_P2: gl.constexpr):
         BW: gl.constexpr = bw_bufs.type.shape[1]
         DW: gl.constexpr = _DW
         # DW / 2 threads per weight row (one lane of each of DW / 2 warps): each a share of its
@@ -379,8 +370,8 @@ if HAVE_GLUON:
         if not _first_tile_guessed(NT, G, gi, rows):
             # The loader's guessed stages: passed on undecoded.
             it = _hand_on(loaded, decoded, it, _speculated(G, NT, KS, SUB), STAGES)
-        for t in range(gl.program_id(0), _positions(NT, G, gi, rows, BT, ONE_TT), gl.num_programs(0)):
-            has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT, ONE_TT)
+        for t in range(gl.program_id(0), _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
+            has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT)
             for ks in range(gl.where(has_tile, KS, 0)):
                 s = it % STAGES
                 mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
@@ -412,7 +403,7 @@ if HAVE_GLUON:
     @gluon.jit
     def _consumer(a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty,
                   mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr,
-                  SPLIT: gl.constexpr, G_P2: gl.constexpr, ONE_TT: gl.constexpr):
+                  SPLIT: gl.constexpr, G_P2: gl.constexpr):
         BW: gl.constexpr = q_bufs.type.shape[1]
         BT: gl.constexpr = a_bufs.type.shape[1]
         KS = K // (128 * SUB)
@@ -425,8 +416,8 @@ if HAVE_GLUON:
         if not _first_tile_guessed(NT, G, gi, g_rows):
             # The loader's guessed stages: handed back unused.
             it = _hand_on(decoded, empty, it, _speculated(G, NT, KS, SUB), STAGES)
-        for t in range(gl.program_id(0), _positions(NT, G, gi, g_rows, BT, ONE_TT), gl.num_programs(0)):
-            has_tile, g, mt, nt, rows = _tile(t, NT, G, gi, g_rows, BT, ONE_TT)
+        for t in range(gl.program_id(0), _positions(NT, G, gi, g_rows, BT), gl.num_programs(0)):
+            has_tile, g, mt, nt, rows = _tile(t, NT, G, gi, g_rows, BT)
             offs_w = nt * BW + gl.arange(0, BW, layout=gl.SliceLayout(1, mma))
             offs_t = mt * BT + gl.arange(0, BT, layout=gl.SliceLayout(0, mma))
             acc = gl.zeros([BW, BT], gl.float32, mma)
@@ -483,7 +474,7 @@ if HAVE_GLUON:
     @gluon.jit
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, G,
                         STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
-                        G_P2: gl.constexpr, ONE_TT: gl.constexpr):
+                        G_P2: gl.constexpr):
         """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
         (token_tile); SUB: 128-K blocks per stage (each with buffers of its own, so every layout
         is a block's); SPLIT: the second block's decoded tile and multipliers in allocations of
@@ -519,11 +510,11 @@ if HAVE_GLUON:
             mbarrier.init(empty.index(i), count=1)
         gl.warp_specialize([
             (_consumer, (a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded,
-                         empty, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, SUB, SPLIT, G_P2, ONE_TT)),
+                         empty, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, SUB, SPLIT, G_P2)),
             (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr,
-                        c_ptr, MAX_M, N, K, NT, G, STAGES, BT, SUB, SPLIT, G_P2, ONE_TT)),
+                        c_ptr, MAX_M, N, K, NT, G, STAGES, BT, SUB, SPLIT, G_P2)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr,
-                       MAX_M, N, K, NT, G, STAGES, SUB, G_P2, ONE_TT)),
+                       MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
         ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
 
 
@@ -553,8 +544,8 @@ def consts(g, max_m, k, plan=None):
     sub, stages, split = (plan or PLAN)[bt]
     if (k // 128) % sub:  # one block a stage, in as many stages as blocks
         sub, stages, split = 1, sub * stages, False
-    return dict(STAGES=stages, BT=bt, SUB=sub, SPLIT=split, G_P2=1 << max(g - 1, 0).bit_length(), ONE_TT=max_m <= bt,
-                num_warps=4, maxnreg=MAXNREG)
+    return dict(STAGES=stages, BT=bt, SUB=sub, SPLIT=split, G_P2=1 << max(g - 1, 0).bit_length(), num_warps=4,
+                maxnreg=MAXNREG)
 
 
 def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None):
