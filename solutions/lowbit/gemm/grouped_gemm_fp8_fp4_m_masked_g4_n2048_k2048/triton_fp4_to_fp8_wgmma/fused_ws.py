@@ -1,8 +1,8 @@
 """One launch where few rows per group are expected, on Hopper: B decoded by warps of its own, beside the MMA.
 
 Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to twentieth
-sessions, runs 55-57, 65, 68, 76-82 and 90-93 in docs/kernels/grouped_gemm.md). With at most 64 rows
-in a group its tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the
+sessions, runs 55-57, 65, 68, 76-82 and 90-95 in docs/kernels/grouped_gemm.md). With at most
+64 rows in a group its tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the
 two-pass path's decode pass, but never written back to memory as e4m3; and the decode
 overlaps the MMA inside each SM through warp specialisation instead of only across CTAs. A
 persistent CTA per SM has three partitions, synchronised only through per-stage mbarriers. A
@@ -35,10 +35,10 @@ waits on the host), counts them and walks them group by group, CTA i taking tile
 CTAs, ... (_tile), so a bucket's empty token tiles cost nothing there and the tiles with rows
 are spread evenly however the groups hold them; the rows past each group's last token tile
 with rows are zero-filled apart, by the loaders in 512-byte runs (twentieth session, runs
-90-93: 256-row buckets with 32-64 rows a group 20 -> 11 us, max_m 4096 with ~24 rows 29 -> 26).
-The loader issues the first SPEC blocks of its guess of the CTA's first tile (group pid // NT,
-token tile 0: the first tile wherever every group has 1-64 rows) before masked_m is back from
-memory (0.3-0.4 us less at 33-128-row buckets, run 68); where the guess was wrong they go
+90-95: 256-row buckets with 28-56 rows a group 20-21 -> 11 us, max_m 4096 with ~24 rows 29 ->
+25.5). The loader issues the first SPEC blocks of its guess of the CTA's first tile (group pid
+// NT's first token tile: its first tile wherever that group has rows, see _tile) before
+masked_m is back from memory (0.3-0.4 us less at 33-128-row buckets, run 68); where the guess was wrong they go
 round the ring unused, so the CTA starts its first tile only once they have landed. Gluon has
 no interpreter and no portable lowering: main.py takes this path only on sm_90 with a Triton
 that has Gluon (HAVE_GLUON) and 16-byte aligned tensors; the Triton kernels serve every other
@@ -180,9 +180,9 @@ if HAVE_GLUON:
     @gluon.jit
     def _speculated(G, NT, KS, SUB: gl.constexpr):
         """Stages the loader issues before masked_m is back, for its guess of the CTA's first
-        tile (group pid // NT, token tile 0, weight tile pid % NT: the first tile wherever
-        every group has rows and at most one token tile of them): the first min(SPEC / SUB,
-        KS), or none where pid // NT is no group."""
+        tile (group pid // NT's first token tile by weight tile pid % NT: its first tile
+        wherever that group has rows, see _tile): the first min(SPEC / SUB, KS), or none where
+        pid // NT is no group."""
         return gl.where(gl.program_id(0) < G * NT, gl.minimum(KS, _SPEC // SUB), 0)
 
     @gluon.jit
@@ -216,8 +216,9 @@ if HAVE_GLUON:
     def _zero_fill(c_ptr, G, MAX_M, N, gi, rows, BT: gl.constexpr, WARPS: gl.constexpr):
         """The loader's last task: zeros to the rows of c that no tile stores. In each group
         they run from its last token tile with rows (whose rows past masked_m the consumer
-        zeroes) to max_m: one contiguous range of c (gi, rows: _groups'). Each range is cut in 16-byte pieces dealt round the grid's
-        loaders, so that every warp stores whole 512-byte runs; zero tiles stored by the
+        zeroes) to max_m: one contiguous range of c (gi, rows: _groups'). Each range is cut in
+        16-byte pieces dealt round the grid's loaders, so that every warp stores whole
+        512-byte runs; zero tiles stored by the
         consumer from the MMA's layout, one tile at a time, took ~50 us for max_m 4096's 64
         MiB (run 90). The loader is done with its copies a few stages before the consumer
         with its tiles, and waits on nothing here. Shared with the decoder, the fill cost
@@ -269,9 +270,9 @@ if HAVE_GLUON:
         nt = pid % NT
         a_row = g * MAX_M
         b_row = g * N + nt * BW
-        # Rows past the group's bucket are zero-filled (their columns of c are stored as
-        # zeros). Row strides as 16 and 4 x KB: the compiler then sees 16-byte aligned rows
-        # (b_fp4's bytes read as int32 words).
+        # A's rows past the group's bucket are copied as zeros (the copies' masks; their
+        # columns of c are not stored). Row strides as 16 and 4 x KB: the compiler then sees
+        # 16-byte aligned rows (b_fp4's bytes read as int32 words).
         for ks in range(spec):
             mbarrier.wait(empty.index(ks % STAGES), ((ks // STAGES) & 1) ^ 1)
             _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, ks % STAGES, ks,
@@ -352,8 +353,8 @@ if HAVE_GLUON:
         return ok
 
     @gluon.jit
-    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr, c_ptr,
-                 MAX_M, N, K, NT, G, STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
+    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M,
+                 K, NT, G, STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
                  G_P2: gl.constexpr):
         BW: gl.constexpr = bw_bufs.type.shape[1]
         DW: gl.constexpr = _DW
@@ -469,7 +470,8 @@ if HAVE_GLUON:
                 it += 1
             acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
             c_cols = c_ptr + (g * MAX_M + offs_t).to(gl.int64) * N
-            gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16), mask=(has_tile & (offs_t < MAX_M))[None, :])
+            gl.store(c_cols[None, :] + offs_w[:, None], acc.to(gl.bfloat16),
+                     mask=(has_tile & (offs_t < MAX_M))[None, :])
 
     @gluon.jit
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, G,
@@ -478,7 +480,8 @@ if HAVE_GLUON:
         """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
         (token_tile); SUB: 128-K blocks per stage (each with buffers of its own, so every layout
         is a block's); SPLIT: the second block's decoded tile and multipliers in allocations of
-        their own (PLAN). num_warps = 4 (the consumer, Gluon's default partition)."""
+        their own (PLAN); G: the groups, G_P2 a power of two >= G (_groups' vectors). num_warps
+        = 4 (the consumer, Gluon's default partition)."""
         BW: gl.constexpr = _BW
         # A's tile in wgmma's 128-byte swizzle (rows of 128 e4m3 bytes), like the decoded tile.
         a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
@@ -512,7 +515,7 @@ if HAVE_GLUON:
             (_consumer, (a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded,
                          empty, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, SUB, SPLIT, G_P2)),
             (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr,
-                        c_ptr, MAX_M, N, K, NT, G, STAGES, BT, SUB, SPLIT, G_P2)),
+                        MAX_M, K, NT, G, STAGES, BT, SUB, SPLIT, G_P2)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr,
                        MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
         ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
