@@ -127,14 +127,16 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     not taken: 96-128 rows a group 21.3 / 19.6, but 256 with one group of 256 and one of 100
     18.4 / 19.6, 200 mixed 21.2 / 25.9, 512 mixed 25.4 / 38.7 (each B tile decoded again for
     every token tile). A hint far below the rows costs time here (max_m / 64 token tiles per
-    group, each decoding B again), as in the one-pass kernel, not correctness. Run 89 (H200 GPU us, run() with the one-pass kernel / fused_ws, after the
-    kernel's gains of runs 68-81): max_m 1 10.4 / 8.9, 2 11.0 / 9.2, 4 11.2 / 9.1, 32 with ~11
-    rows (16-token one-pass tiles) 15.4 / 9.6, so buckets under 8 rows and 17-32-row buckets
-    with at most 16 rows expected, which the one-pass kernel kept until then, go to fused_ws
-    too. Run 65c (its 4-warp decoder, 2 loader warps, 8 stages), H200 GPU us, run() before /
+    group, each decoding B again), as in the one-pass kernel, not correctness.
+    Run 89 (H200 GPU us, run() with the one-pass kernel / fused_ws, after the kernel's gains
+    of runs 68-81): max_m 1 10.4 / 8.9, 2 11.0 / 9.2, 4 11.2 / 9.1, 32 with ~11 rows
+    (16-token one-pass tiles) 15.4 / 9.6, so buckets under 8 rows and 17-32-row buckets with
+    at most 16 rows expected, which the one-pass kernel kept until then, go to fused_ws too.
+    Run 65c (its 4-warp decoder, 2 loader warps, 8 stages), H200 GPU us, run() before /
     fused_ws: max_m 16 with ~10 rows (the one-pass kernel) 11.5 / 10.7, 32 12.1 / 11.6, 64
-    with ~20 rows 13.6 / 13.2, 128 with ~25 rows 14.4 / 13.9; run 65d: max_m 8 with ~6 rows 11.4 (the one-pass kernel) / 10.5, max_m 1 10.0-10.4
-    / 10.3, so buckets under 8 rows (not measured between 1 and 8) kept the one-pass kernel.
+    with ~20 rows 13.6 / 13.2, 128 with ~25 rows 14.4 / 13.9; run 65d: max_m 8 with ~6 rows
+    11.4 (the one-pass kernel) / 10.5, max_m 1 10.0-10.4 / 10.3, so buckets under 8 rows (not
+    measured between 1 and 8) kept the one-pass kernel.
     Before run 65: H200 GPU us, the Triton kernels / fused_ws (run 57d):
     max_m 32 with ~24 rows 15.0 / 11.9, 48 with 12-48 rows 20.4 / 13.2, 64 with ~20 rows
     16.5 / 13.4, 128 with ~25 rows 16.7 / 14.0, the harness's wide scales at 128 47.1 / 19.1
