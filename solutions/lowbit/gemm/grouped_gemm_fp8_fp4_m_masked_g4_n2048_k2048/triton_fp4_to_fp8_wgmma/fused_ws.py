@@ -154,7 +154,7 @@ if HAVE_GLUON:
         (the CTAs after it guessed wrong: harness run AJ)."""
         q = t // NT
         extra, e_before, h_before, E, Z = _extra(gi, rows, G, BT)
-        own = (q < G) & (gl.sum(gl.where(gi == q, rows, 0), axis=0) > 0)
+        own = _has_rows(q, G, gi, rows)
         e = gl.where(q < G, gl.sum(gl.where(gi == q, h_before, 0), axis=0), Z + q - G)
         hit = (e >= e_before) & (e < e_before + extra)
         g = gl.where(own, q, gl.sum(gl.where(hit, gi, 0), axis=0))
@@ -166,8 +166,11 @@ if HAVE_GLUON:
         """Whether position pid holds the tile the loader guessed before masked_m was back
         (_speculated: group pid // NT's first token tile): then the guessed stages belong to
         the CTA's first tile; otherwise every partition passes them round the ring unused."""
-        pid = gl.program_id(0)
-        q = pid // NT
+        return _has_rows(gl.program_id(0) // NT, G, gi, rows)
+
+    @gluon.jit
+    def _has_rows(q, G, gi, rows):
+        """Whether q is a group (q < G) with rows."""
         return (q < G) & (gl.sum(gl.where(gi == q, rows, 0), axis=0) > 0)
 
     @gluon.jit

@@ -174,7 +174,7 @@ class _Plan(NamedTuple):
     dev_index: int           # CUDA device index, -1 off CUDA
     compiled: dict           # launch slot -> (CompiledKernel, constexpr tail), see _plan_launch
     descs: dict              # "a", "q" -> descriptor templates (see _rebased)
-    ws_sizes: tuple = ()     # fused_ws_kernel's (NT, G)
+    ws_nt: int = 0           # fused_ws_kernel's NT (weight tiles)
 
 
 _PLANS = {}
@@ -230,8 +230,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
             raise ValueError(f"config: ws needs Gluon, an sm_90 CUDA device (not the interpreter) and n % 64 == 0, "
                              f"got {config}")
         grid, nt = fused_ws.grid_and_sizes(g, max_m, n, num_sms)
-        return _Plan(False, g, max_m, n, k, config, 0, fused_ws.consts(g, max_m, k), grid, (), dev_index, {}, {},
-                     (nt, g))
+        return _Plan(False, g, max_m, n, k, config, 0, fused_ws.consts(g, max_m, k), grid, (), dev_index, {}, {}, nt)
     if config.BN < 32 or config.BM < 16:
         # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
         # decode with < 4 bytes per thread (now CORR_ASM off there), not re-measured since.
@@ -346,7 +345,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
             fallback = choose_config(max_m, expected_m, n, *_device_facts(c.device), g=g, k=k)
             return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, fallback)
         _plan_launch(plan, "ws", fused_ws_kernel, plan.grid,
-                     (a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, *plan.ws_sizes), plan.consts, aligned)
+                     (a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, plan.ws_nt, g), plan.consts, aligned)
         return c
     bq = ref = part = tick = c  # placeholders for pointers the chosen path never reads
     if cfg.predec:
