@@ -216,6 +216,24 @@ if HAVE_GLUON:
         async_copy.mbarrier_arrive(loaded.index(s), increment_count=False)
 
     @gluon.jit
+    def _tile_sources(a_ptr, w_words, bs_ptr, as_ptr, g, mt, nt, MAX_M, N, K, a_tok, a_col, w_row, w_col, s_row, s_col,
+                      tok, BW: gl.constexpr):
+        """The loader's copy sources for token tile mt by weight tile nt of group g, at K block 0
+        (_copy_stage adds each block's offset): A's rows and whether each is in the bucket (rows
+        past it are copied as zeros by the copies' masks; their columns of c are not stored),
+        B's packed words and b_scale of the tile's weight rows, a_scale's column and its mask.
+        Row strides as 16 and 4 x KB words: the compiler then sees 16-byte aligned rows (b_fp4's
+        bytes read as int32 words). The index vectors are the loader's layouts (_loader)."""
+        BT: gl.constexpr = a_tok.shape[0]
+        KB = K // 128
+        a_row = g * MAX_M + mt * BT
+        b_row = g * N + nt * BW
+        return (a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col, mt * BT + a_tok < MAX_M,
+                w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col,
+                bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col,
+                as_ptr + (a_row + tok).to(gl.int64) * KB, mt * BT + tok < MAX_M)
+
+    @gluon.jit
     def _zero_fill(c_ptr, G, MAX_M, N, gi, rows, BT: gl.constexpr, WARPS: gl.constexpr):
         """The loader's last task: zeros to the rows of c that no tile stores. In each group
         they run from its last token tile with rows (whose rows past masked_m the consumer
@@ -269,20 +287,13 @@ if HAVE_GLUON:
         # the kernel after the harness's L2 flush, run 74): none of their addresses depends on
         # it, and masked_m is loaded only after them.
         spec = _speculated(G, NT, KS, SUB)
-        g = pid // NT
-        nt = pid % NT
-        a_row = g * MAX_M
-        b_row = g * N + nt * BW
-        # A's rows past the group's bucket are copied as zeros (the copies' masks; their
-        # columns of c are not stored). Row strides as 16 and 4 x KB: the compiler then sees
-        # 16-byte aligned rows (b_fp4's bytes read as int32 words).
+        a_src, a_in, w_src, s_src, as_src, in_bucket = _tile_sources(
+            a_ptr, w_words, bs_ptr, as_ptr, pid // NT, 0, pid % NT, MAX_M, N, K, a_tok, a_col, w_row, w_col, s_row,
+            s_col, tok, BW)
         for ks in range(spec):
             mbarrier.wait(empty.index(ks % STAGES), ((ks // STAGES) & 1) ^ 1)
-            _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, ks % STAGES, ks,
-                        a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col, a_tok < MAX_M,
-                        w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col,
-                        bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col,
-                        as_ptr + (a_row + tok).to(gl.int64) * KB, tok < MAX_M, SUB)
+            _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, ks % STAGES, ks, a_src, a_in, w_src, s_src, as_src,
+                        in_bucket, SUB)
         # Where the guess was wrong, its stages go round the ring all the same (the decoder and
         # the consumer hand them on undecoded), so that every partition waits for every phase
         # of every barrier: a wait for a phase after one that has not yet completed would
@@ -292,14 +303,9 @@ if HAVE_GLUON:
         it = spec
         for t in range(pid, _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
             has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT)
-            a_row = g * MAX_M + mt * BT
-            b_row = g * N + nt * BW
-            a_src = a_ptr + (a_row + a_tok).to(gl.int64) * K + a_col
-            a_in = mt * BT + a_tok < MAX_M
-            w_src = w_words + (b_row + w_row).to(gl.int64) * (KB * 16) + w_col
-            s_src = bs_ptr + (b_row + s_row).to(gl.int64) * (KB * 4) + s_col
-            as_src = as_ptr + (a_row + tok).to(gl.int64) * KB
-            in_bucket = mt * BT + tok < MAX_M
+            a_src, a_in, w_src, s_src, as_src, in_bucket = _tile_sources(
+                a_ptr, w_words, bs_ptr, as_ptr, g, mt, nt, MAX_M, N, K, a_tok, a_col, w_row, w_col, s_row, s_col, tok,
+                BW)
             for ks in range(gl.where(t == pid, resume, 0), gl.where(has_tile, KS, 0)):
                 s = it % STAGES
                 # A fresh barrier counts as having completed the phase before 0.
