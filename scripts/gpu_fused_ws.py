@@ -14,6 +14,7 @@ e.g. an earlier commit's, with the same launch() signature) in every check and t
 --old DIR: also the host time of DIR's run() (a copy of the whole solution folder, e.g. an
 earlier commit's), beside this one's. --no-host: skip the host times (part 3). --mid: the checks
 plus four at 160-256 rows, and timings at the buckets past 128 rows (MID_WORKLOADS) instead.
+--sweep: only run 101's timings of fused_ws against the two passes (SWEEP_WORKLOADS).
 
 A deadlocked pipeline would hang the GPU: the script exits once the checks have taken
 CHECK_WATCHDOG_S seconds (120; the hang-prone cases run there first), or the timings WATCHDOG_S
@@ -93,9 +94,43 @@ MID_WORKLOADS = [("h200", 200, [200, 143, 67, 1], 123), ("h256empty", 256, [0, 0
                  ("b256r32", 256, [32, 20, 28, 32], 28), ("b256r64", 256, [64, 50, 60, 40], 54),
                  ("b256r96", 256, [96, 80, 70, 90], 84), ("b256r128", 256, [128, 110, 100, 120], 115),
                  ("b192r64", 192, [64, 40, 55, 64], 56), ("h512mix", 512, [255, 280, 233, 269], 311),
-                 ("h4096e24", 4096, [21, 23, 18, 24], 24), ("h4096e230", 4096, [141, 248, 152, 150], 230)]
+                 ("h4096e24", 4096, [21, 23, 18, 24], 24), ("h4096e230", 4096, [141, 248, 152, 150], 230),
+                 # twenty-second session (run 100): large buckets with more than 64 rows a group,
+                 # mostly empty, where fused_ws's zero fill from the start might beat the two passes
+                 ("h4096e1228", 4096, [820, 889, 1037, 721], 1228), ("b4096r400", 4096, [400, 380, 420, 350], 390),
+                 ("b2048r200", 2048, [200, 180, 220, 150], 190), ("b1024r120", 1024, [120, 100, 128, 90], 110),
+                 ("b2048r24", 2048, [24, 20, 16, 22], 21)]
 if MID:
     CHECKS = CHECKS + MID_CHECKS
+# --sweep (twenty-second session, run 101): where fused_ws beats the two passes in buckets of
+# 512-4096 rows with 65-256 rows expected a group (the groups' rows near the hint: 0.8, 1.1,
+# 0.9 and 1.0 x), and where a hint understates the rows. Timings only (no checks: fused_ws
+# ignores the hint, and the checks above cover these shapes); fused_ws and the two passes
+# (ws=False) each timed twice, interleaved.
+SWEEP = "--sweep" in sys.argv
+SWEEP_WORKLOADS = [(f"b{m}h{h}", m, [min(m, int(h * f)) for f in (0.8, 1.1, 0.9, 1.0)], h)
+                   for m in (512, 1024, 2048, 4096) for h in (80, 128, 160, 192, 256) if 2 * h <= m] + \
+                  [("b1024h128r400", 1024, [400, 380, 420, 350], 128), ("b2048h192r600", 2048, [600, 640, 560, 620], 192),
+                   ("b4096h128r300", 4096, [300, 280, 320, 260], 128), ("b4096h256r700", 4096, [700, 650, 720, 680], 256)]
+
+
+def sweep():
+    cap = torch.cuda.get_device_capability()
+    rows = []
+    for wname, max_m, masked, exp in SWEEP_WORKLOADS:
+        a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7)
+        c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
+        args = [a, a_s, b, b_s, mm, exp, c]
+        two = gg.variant_fn(gg.H.choose_config(max_m, exp, gg.N, cap))
+        t = [time_call(fn, args, gg.L2, reps=20).median_us for fn in (fused_fn_of(FW), two) * 2]
+        row = {"fused_ws": min(t[0], t[2]), "two passes": min(t[1], t[3]), "fused - two": min(t[0], t[2]) - min(t[1], t[3])}
+        rows.append((wname, row))
+        print(f"sweep {wname} {masked} hint {exp}: " + " ".join(f"{x:.1f}" for x in t), flush=True)
+    print(f"\nH200, torch {torch.__version__}, triton {gg.triton.__version__}; GPU us, graph replay, L2 cold, "
+          "min of two medians")
+    print(f"{'workload':14s} " + " ".join(f"{k:>12s}" for k in rows[0][1]))
+    for wname, row in rows:
+        print(f"{wname:14s} " + " ".join(f"{v:12.1f}" for v in row.values()))
 
 
 def fused_fn_of(mod):
@@ -132,6 +167,11 @@ def host_times():
 
 
 def main():
+    if SWEEP:
+        faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
+        sweep()
+        faulthandler.cancel_dump_traceback_later()
+        return
     faulthandler.dump_traceback_later(CHECK_WATCHDOG_S, exit=True)
     cap = torch.cuda.get_device_capability()
     bad = 0

@@ -406,18 +406,20 @@ def test_correction_loop_ptx_decode_only_with_four_bytes_per_thread():
 
 def test_ws_kernel_choice():
     """fused_ws_kernel (Gluon, warp-specialised) wherever at most 64 rows are expected per
-    group, in a bucket of any size (twentieth session, runs 90-93; 1-128 rows before), on
-    sm_90 only, and only where the caller says it can run it (ws=True: Gluon, a CUDA device,
-    aligned inputs)."""
+    group, in a bucket of any size (twentieth session, runs 90-93; 1-128 rows before), at most
+    96 from 512 rows and 192 from 4096 (twenty-second session, run 101), on sm_90 only, and
+    only where the caller says it can run it (ws=True: Gluon, a CUDA device, aligned inputs)."""
     for max_m, hint in ((64, 20), (64, None), (33, 64), (48, 1), (128, 26), (128, 64), (100, 1), (32, 24),
                         (32, None), (17, 17), (16, 16), (16, 10), (16, None), (8, 6), (12, 1), (1, 1), (7, 7),
                         (17, 16), (32, 16), (32, 1), (129, 16), (256, 1), (256, 64), (512, 16), (1024, 20),
-                        (4096, 24)):
+                        (4096, 24), (512, 80), (512, 96), (1024, 90), (2048, 96), (4096, 128), (4096, 192),
+                        (8192, 150)):
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0), ws=True)
         assert cfg.ws and cfg.BM == 64 and cfg.BN == fws.BW == 64, (max_m, hint, cfg)
         assert not heur.choose_config(max_m, hint, 2048, (9, 0)).ws
         assert not heur.choose_config(max_m, hint, 2048, (10, 0), ws=True).ws  # wgmma: Hopper only
-    for max_m, hint in ((128, 65), (128, None), (256, 76), (200, 123), (512, 311), (4096, 230)):
+    for max_m, hint in ((128, 65), (128, None), (256, 76), (200, 123), (511, 80), (512, 97), (512, 311),
+                        (2048, 128), (4095, 150), (4096, 193), (4096, 230)):
         assert not heur.choose_config(max_m, hint, 2048, (9, 0), ws=True).ws, (max_m, hint)
 
 

@@ -26,13 +26,21 @@ PDL = True
 # buckets go to fused_ws first (WS), so the one-pass kernel serves them elsewhere only. False
 # restores the sixth session's two passes everywhere (for A/B runs).
 ONE_PASS = True
-# fused_ws_kernel wherever at most WS_MAX_ROWS (one token tile of 64) are expected per group,
-# sm_90 only (wgmma), in a bucket of any size: since the twentieth session (runs 90-93) it
-# walks only the tiles with rows and zero-fills the rest apart; before, buckets of 1-128 rows
-# (from 8 until run 89). See choose_config. False keeps the Triton kernels everywhere (for A/B
-# runs).
+# fused_ws_kernel wherever at most ws_max_rows(max_m) rows are expected per group, sm_90 only
+# (wgmma): since the twentieth session (runs 90-93) it walks only the tiles with rows and
+# zero-fills the rest apart; before, buckets of 1-128 rows (from 8 until run 89). See
+# choose_config. False keeps the Triton kernels everywhere (for A/B runs).
 WS = True
-WS_MAX_ROWS = 64
+# (smallest bucket, most rows expected per group), largest bucket first: one 64-token tile a
+# group in a bucket of any size (run 93); two from 512 rows and up to four from 4096 (run 101),
+# where the two passes' decode pass and zero tiles cost more than decoding a group's B tiles
+# again per token tile.
+WS_MAX_ROWS = ((4096, 192), (512, 96), (1, 64))
+
+
+def ws_max_rows(max_m: int) -> int:
+    """Most rows expected per group for which fused_ws_kernel takes a bucket of max_m rows."""
+    return next(rows for bucket, rows in WS_MAX_ROWS if max_m >= bucket)
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -115,6 +123,12 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     kernel, in blocks per program for the decode pass (_decode_kb). ws: the caller can run
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
+    Twenty-second session (run 101, H200 GPU us, fused_ws / the two passes, each group's rows
+    0.8-1.1 x the hint): hints of 80 in buckets of 512, 1024, 2048 and 4096 rows 18.8 / 22.2,
+    20.2 / 23.2, 23.3 / 27.8, 31.3 / 38.4; at 4096 hints of 128, 160 and 192 36.5 / 40.2, 39.2
+    / 41.7, 43.0 / 44.9. Not taken: hints of 128-192 below 4096 rows (512 and 1024 1.3-3.0
+    slower, 2048 within 1) and of 256 anywhere (4.6-9.0 slower). A hint that understates the
+    rows costs fused_ws as below (1024 with ~390 rows behind a hint of 128: 52.5 / 46.0).
     Thirteenth to twentieth sessions (runs 56-57, 65, 89, 90-93): on sm_90, buckets with at
     most 64 rows expected per group take fused_ws_kernel, one warp-specialised launch
     (cp.async loader warps, decoder warps, one wgmma consumer; each B tile decoded once per
@@ -123,8 +137,8 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     passes, or the one-pass kernel at 4096) / fused_ws: 256-row bucket with ~28 rows a group
     20.2 / 11.3, ~54 rows 21.2 / 11.3, 192-row bucket with ~56 rows 21.1 / 11.1, 4096 with ~24
     rows 31.2 / 25.5, all 256 empty 7.3 / 7.2; and where the hint understates the rows, one
-    group of 256 behind a hint of 76 (two passes) 13.0 / 13.3. With 65-128 rows expected it is
-    not taken: 96-128 rows a group 21.3 / 19.6, but 256 with one group of 256 and one of 100
+    group of 256 behind a hint of 76 (two passes) 13.0 / 13.3. With 65-128 rows expected below 512
+    rows it is not taken: 96-128 rows a group 21.3 / 19.6, but 256 with one group of 256 and one of 100
     18.4 / 19.6, 200 mixed 21.2 / 25.9, 512 mixed 25.4 / 38.7 (each B tile decoded again for
     every token tile). A hint far below the rows costs time here (max_m / 64 token tiles per
     group, each decoding B again), as in the one-pass kernel, not correctness.
@@ -195,7 +209,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     rows = _expected_rows(max_m, expected_m)
     sm90 = capability[0] >= 9
     maxnreg = 0
-    if ws and WS and tuple(capability) == (9, 0) and rows <= WS_MAX_ROWS:
+    if ws and WS and tuple(capability) == (9, 0) and rows <= ws_max_rows(max_m):
         return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=8, ws=True)
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32
