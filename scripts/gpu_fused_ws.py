@@ -45,6 +45,11 @@ PREV = sys.argv[sys.argv.index("--prev") + 1].split(",") if "--prev" in sys.argv
 KERNELS = {"fused_ws": FW}
 for name in PREV:
     KERNELS[name] = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", name)
+# --wide (twenty-second session, run 103): every kernel also with 128-token tiles where the bucket
+# has more than 64 rows (launch's most=128), as "<name>/128" (the checks and timings of
+# 64-row buckets and below are the same launch, so those rows are not repeated).
+WIDE = "--wide" in sys.argv
+MOSTS = (64, 128) if WIDE else (64,)
 OLD = load_solution_folder(os.path.abspath(sys.argv[sys.argv.index("--old") + 1]), "old_grouped") \
     if "--old" in sys.argv else None
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
@@ -111,7 +116,10 @@ SWEEP = "--sweep" in sys.argv
 SWEEP_WORKLOADS = [(f"b{m}h{h}", m, [min(m, int(h * f)) for f in (0.8, 1.1, 0.9, 1.0)], h)
                    for m in (512, 1024, 2048, 4096) for h in (80, 128, 160, 192, 256) if 2 * h <= m] + \
                   [("b1024h128r400", 1024, [400, 380, 420, 350], 128), ("b2048h192r600", 2048, [600, 640, 560, 620], 192),
-                   ("b4096h128r300", 4096, [300, 280, 320, 260], 128), ("b4096h256r700", 4096, [700, 650, 720, 680], 256)]
+                   ("b4096h128r300", 4096, [300, 280, 320, 260], 128), ("b4096h256r700", 4096, [700, 650, 720, 680], 256)] + \
+                  [w for w in MID_WORKLOADS if w[0] in ("h200", "h256one", "h256mix", "h512mix", "h4096e230")] + \
+                  [("h512full", 512, [512] * 4, 614), ("h1024", 1024, [703, 785, 697, 842], 908),
+                   ("b256r128", 256, [128, 110, 100, 120], 115), ("b128r96", 128, [96, 80, 128, 70], 90)]
 
 
 def sweep():
@@ -121,22 +129,26 @@ def sweep():
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7)
         c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
         args = [a, a_s, b, b_s, mm, exp, c]
-        two = gg.variant_fn(gg.H.choose_config(max_m, exp, gg.N, cap))
-        t = [time_call(fn, args, gg.L2, reps=20).median_us for fn in (fused_fn_of(FW), two) * 2]
-        row = {"fused_ws": min(t[0], t[2]), "two passes": min(t[1], t[3]), "fused - two": min(t[0], t[2]) - min(t[1], t[3])}
+        fns = launches(max_m) + [("two passes", gg.variant_fn(gg.H.choose_config(max_m, exp, gg.N, cap)))]
+        t = [time_call(fn, args, gg.L2, reps=20).median_us for _, fn in fns * 2]
+        row = {name: min(t[i], t[i + len(fns)]) for i, (name, _) in enumerate(fns)}
         rows.append((wname, row))
         print(f"sweep {wname} {masked} hint {exp}: " + " ".join(f"{x:.1f}" for x in t), flush=True)
     print(f"\nH200, torch {torch.__version__}, triton {gg.triton.__version__}; GPU us, graph replay, L2 cold, "
           "min of two medians")
-    print(f"{'workload':14s} " + " ".join(f"{k:>12s}" for k in rows[0][1]))
-    for wname, row in rows:
-        print(f"{wname:14s} " + " ".join(f"{v:12.1f}" for v in row.values()))
+    print_table(rows, 14, 16)
 
 
-def fused_fn_of(mod):
+def fused_fn_of(mod, most=64):
     def fused_fn(a, a_s, b, b_s, mm, exp, c):
-        mod.launch(a, a_s, b, b_s, mm, c, SMS)
+        mod.launch(a, a_s, b, b_s, mm, c, SMS, most=most)
     return fused_fn
+
+
+def launches(max_m):
+    """(column name, fused_fn) of every kernel at every token-tile limit that differs at max_m."""
+    return [(kname if most == 64 else f"{kname}/128", fused_fn_of(mod, most))
+            for most in MOSTS if most == 64 or max_m > 64 for kname, mod in KERNELS.items()]
 
 
 def host_times():
@@ -149,8 +161,7 @@ def host_times():
         c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
         args = [a, a_s, b, b_s, mm, exp, c]
         row = {}
-        for kname, mod in KERNELS.items():
-            fn = fused_fn_of(mod)
+        for kname, fn in launches(max_m):
             fn(*args)
             row[f"{kname} launch"] = ht.enqueue_us(lambda fn=fn: fn(*args))
         gg.default_fn(*args)
@@ -179,9 +190,9 @@ def main():
         a, a_s, b, b_s, mm = gg.make(max_m, [max(min(x, max_m), -1) for x in masked], seed=50 + i, scales=sc)
         mm = torch.tensor(masked, dtype=mm_dtype[0], device=mm.device) if mm_dtype else mm
         want = gg.oracle64(a, a_s, b, b_s, mm).cpu()
-        for kname, mod in KERNELS.items():
+        for kname, fn in launches(max_m):
             c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)
-            fused_fn_of(mod)(a, a_s, b, b_s, mm, None, c)
+            fn(a, a_s, b, b_s, mm, None, c)
             torch.cuda.synchronize()
             try:
                 check_accuracy(c.cpu(), want, what=f"{kname}/{sc}/{max_m}/{masked}")
@@ -199,19 +210,24 @@ def main():
         triton_cfg = gg.H.choose_config(max_m, exp, gg.N, cap)
         row = {"run()": time_call(gg.default_fn, args, gg.L2, reps=20).median_us,
                "ws=False": time_call(gg.variant_fn(triton_cfg), args, gg.L2, reps=20).median_us}
-        for kname, mod in KERNELS.items():
-            row[kname] = time_call(fused_fn_of(mod), args, gg.L2, reps=20).median_us
+        for kname, fn in launches(max_m):
+            row[kname] = time_call(fn, args, gg.L2, reps=20).median_us
         rows.append((wname, row))
         print(f"time {wname}: " + " ".join(f"{k}={v:.1f}" for k, v in row.items()), flush=True)
     hosts = host_times() if "--no-host" not in sys.argv else []
     faulthandler.cancel_dump_traceback_later()
     print(f"\nH200, torch {torch.__version__}, triton {gg.triton.__version__}; GPU us, graph replay, L2 cold, median")
-    print(f"checks failed: {bad} of {len(CHECKS) * len(KERNELS)}")
+    print(f"checks failed: {bad} of {sum(len(launches(c[0])) for c in CHECKS)}")
     for table in [t for t in (rows, hosts) if t]:
-        cols = list(table[0][1])
-        print(f"{'workload':10s} " + " ".join(f"{c:>22s}" for c in cols))
-        for wname, row in table:
-            print(f"{wname:10s} " + " ".join(f"{row[c]:22.1f}" for c in cols))
+        print_table(table, 10, 22)
+
+
+def print_table(table, name_width, width):
+    """(workload, {column: us}) rows as a table, every row's columns (blank where a row has none)."""
+    cols = list(dict.fromkeys(c for _, row in table for c in row))
+    print(f"{'workload':{name_width}s} " + " ".join(f"{c:>{width}s}" for c in cols))
+    for wname, row in table:
+        print(f"{wname:{name_width}s} " + " ".join(f"{row[c]:{width}.1f}" if c in row else " " * width for c in cols))
 
 
 if __name__ == "__main__":

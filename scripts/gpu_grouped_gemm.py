@@ -354,10 +354,12 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     # far below the rows: its tiles with rows spread over the grid, the rest zero-filled.
     (4096, [0, 64, 4096, 1], "wide30", 16), (2048, [5, -1, 2049, 63], "nonpow2", 40),
     (300, [65, 300, 129, 0], "adversarial", 64),
-    # Twenty-second session (run 101): fused_ws_kernel with up to 96 rows expected from 512
-    # rows and up to 192 from 4096; one group far past its hint, one empty, one negative.
+    # Twenty-second session (runs 101-103): fused_ws_kernel past 64 rows expected a group, on
+    # 128-token tiles; one group far past its hint, one empty, one negative.
     (512, [96, 80, 512, 60], "nonpow2", 90), (1024, [88, 70, 0, 1100], "adversarial", 80),
-    (4096, [150, 192, 7, -2], "wide30", 180)]
+    (4096, [150, 192, 7, -2], "wide30", 180),
+    # Run 103: 128-token tiles past 64 rows expected (the three cases above too).
+    (2048, [200, 0, 150, 2048], "spread", 190), (4096, [141, 248, 152, 150], "wide30", 230)]
 
 
 def validate_mode():

@@ -407,20 +407,35 @@ def test_correction_loop_ptx_decode_only_with_four_bytes_per_thread():
 def test_ws_kernel_choice():
     """fused_ws_kernel (Gluon, warp-specialised) wherever at most 64 rows are expected per
     group, in a bucket of any size (twentieth session, runs 90-93; 1-128 rows before), at most
-    96 from 512 rows and 192 from 4096 (twenty-second session, run 101), on sm_90 only, and
-    only where the caller says it can run it (ws=True: Gluon, a CUDA device, aligned inputs)."""
+    96 from 512 rows, 192 from 2048 and 232 from 4096, on 128-token tiles past 64 rows
+    (twenty-second session, runs 101-103), on sm_90 only, and only where the caller says it can
+    run it (ws=True: Gluon, a CUDA device, aligned inputs)."""
     for max_m, hint in ((64, 20), (64, None), (33, 64), (48, 1), (128, 26), (128, 64), (100, 1), (32, 24),
                         (32, None), (17, 17), (16, 16), (16, 10), (16, None), (8, 6), (12, 1), (1, 1), (7, 7),
                         (17, 16), (32, 16), (32, 1), (129, 16), (256, 1), (256, 64), (512, 16), (1024, 20),
-                        (4096, 24), (512, 80), (512, 96), (1024, 90), (2048, 96), (4096, 128), (4096, 192),
-                        (8192, 150)):
+                        (4096, 24), (512, 80), (512, 96), (1024, 90), (2048, 96), (2048, 192), (4096, 128),
+                        (4096, 232), (8192, 150)):
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0), ws=True)
-        assert cfg.ws and cfg.BM == 64 and cfg.BN == fws.BW == 64, (max_m, hint, cfg)
+        rows = min(max_m, hint or max_m)
+        assert cfg.ws and cfg.BM == (64 if rows <= 64 else 128) and cfg.BN == fws.BW == 64, (max_m, hint, cfg)
         assert not heur.choose_config(max_m, hint, 2048, (9, 0)).ws
         assert not heur.choose_config(max_m, hint, 2048, (10, 0), ws=True).ws  # wgmma: Hopper only
     for max_m, hint in ((128, 65), (128, None), (256, 76), (200, 123), (511, 80), (512, 97), (512, 311),
-                        (2048, 128), (4095, 150), (4096, 193), (4096, 230)):
+                        (1024, 128), (2047, 150), (2048, 193), (4095, 200), (4096, 233), (4096, 1228)):
         assert not heur.choose_config(max_m, hint, 2048, (9, 0), ws=True).ws, (max_m, hint)
+
+
+def test_ws_token_tiles():
+    """fused_ws's token tile follows the bucket (16, 32, 64) up to the heuristic's most (Config.BM):
+    128 only where the bucket has more than 64 rows and BM allows it; its plan then holds three
+    stages of two blocks, and the speculated blocks fit the ring."""
+    assert [fws.token_tile(m) for m in (1, 16, 17, 32, 33, 64, 65, 4096)] == [16, 16, 32, 32, 64, 64, 64, 64]
+    assert [fws.token_tile(m, 128) for m in (1, 16, 32, 64, 65, 200, 4096)] == [16, 16, 32, 64, 128, 128, 128]
+    c = fws.consts(4, 512, 2048, most=128)
+    assert (c["BT"], c["SUB"], c["STAGES"]) == (128, 2, 3)
+    assert fws.consts(4, 512, 384, most=128)["STAGES"] == 6  # k / 128 odd: one block a stage
+    assert fws.grid_and_sizes(4, 200, 2048, 132, 128) == ((132, 1, 1), 32)
+    assert fws.grid_and_sizes(4, 128, 2048, 132, 128) == ((128, 1, 1), 32)
 
 
 def test_ws_config_refused_where_it_cannot_run():

@@ -28,8 +28,10 @@ of their own, which spares the decoder one barrier a stage (SPLIT, runs 80-82):
   row that does not fold takes four K = 32 wgmmas per block instead, each times that row's own
   per-32 scale (exact products); then ``empty[s]``. c is stored transposed from the accumulator.
 
-The kernel takes any max_m (token tiles of 16, 32 or 64; a group of more than 64 rows decodes
-its B tiles again per token tile); heuristics.choose_config says where it is used. Only tiles
+The kernel takes any max_m (token tiles of 16, 32, 64 or, where the caller asks, 128; a group
+of more rows decodes its B tiles again per token tile); heuristics.choose_config says where it
+is used and with which token tile (Config.BM: 128 where more than 64 rows a group are
+expected, run 103). Only tiles
 with rows go round the pipeline: every partition reads masked_m on the device (so nothing
 waits on the host), counts them and walks them group by group, CTA i taking tiles i, i +
 CTAs, ... (_tile), so a bucket's empty token tiles cost nothing there and the tiles with rows
@@ -68,22 +70,26 @@ BW = 64        # weight rows per tile (the MMA's M)
 # and 177 KB). split: the stage's second block decodes into allocations of its own, so that
 # the compiler's barrier analysis sees no hazard between the two blocks' stores and the
 # decoder syncs once a stage instead of twice: 0.2-0.5 us less at 32 and 64 tokens, but 0.1-0.3
-# slower at 16 in every run, for a reason not found (runs 80-82).
-PLAN = {16: (2, 6, False), 32: (2, 5, True), 64: (2, 4, True)}
-SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68)
-assert all(SPEC % sub == 0 and SPEC <= sub * stages and (sub == 2 or not split)
+# slower at 16 in every run, for a reason not found (runs 80-82). 128 tokens (run 103): 16 KB
+# of A a block, so three stages (183 KB).
+PLAN = {16: (2, 6, False), 32: (2, 5, True), 64: (2, 4, True), 128: (2, 3, True)}
+SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68), at most the ring
+assert all(SPEC % sub == 0 and min(SPEC, sub * stages) % sub == 0 and (sub == 2 or not split)
            for sub, stages, split in PLAN.values()), \
     "the speculated blocks must fill whole stages and fit the ring without waiting on a release; " \
     "split needs two blocks a stage"
 # Two threads per weight row (8 decoder warps, four per row, were slower: run 78).
 DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
 # Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the
-# decoder and the loader; the consumer (Gluon's default partition) gets the rest. ptxas
-# (Triton 3.6, sm_90a) reports no spill at 16, 32 or 64 tokens.
-MAXNREG, DECODER_REGS, LOADER_REGS = 160, 112, 80
+# decoder and the loader; the consumer (Gluon's default partition) gets the rest (its code uses
+# registers up to R252 at 128 tokens: ptxas allocates it past the launch's cap). ptxas (Triton
+# 3.6, sm_90a) reports no spill at 16, 32 or 64 tokens, and at 128 two words of the set-up
+# before the partitions; the loader's [128, 128] copy addresses spilled at 80 registers.
+MAXNREG, DECODER_REGS, LOADER_REGS, WIDE_LOADER_REGS = 160, 112, 80, 104
 
 if HAVE_GLUON:
-    _BW, _DECODER_REGS, _LOADER_REGS = gl.constexpr(BW), gl.constexpr(DECODER_REGS), gl.constexpr(LOADER_REGS)
+    _BW, _DECODER_REGS = gl.constexpr(BW), gl.constexpr(DECODER_REGS)
+    _LOADER_REGS, _WIDE_LOADER_REGS = gl.constexpr(LOADER_REGS), gl.constexpr(WIDE_LOADER_REGS)
     _DW, _LW = gl.constexpr(DECODER_WARPS), gl.constexpr(LOADER_WARPS)
     _SPEC = gl.constexpr(SPEC)
     # Shared-memory layouts of a stage's packed words [BW, 16] and scales [BW, 4] (what TMA
@@ -181,12 +187,12 @@ if HAVE_GLUON:
         return gl.minimum(gl.maximum(masked, 0), MAX_M).to(gl.int32)
 
     @gluon.jit
-    def _speculated(G, NT, KS, SUB: gl.constexpr):
+    def _speculated(G, NT, KS, SUB: gl.constexpr, STAGES: gl.constexpr):
         """Stages the loader issues before masked_m is back, for its guess of the CTA's first
         tile (group pid // NT's first token tile by weight tile pid % NT: its first tile
         wherever that group has rows, see _tile): the first min(SPEC / SUB, KS), or none where
         pid // NT is no group."""
-        return gl.where(gl.program_id(0) < G * NT, gl.minimum(KS, _SPEC // SUB), 0)
+        return gl.where(gl.program_id(0) < G * NT, gl.minimum(KS, min(_SPEC, SUB * STAGES) // SUB), 0)
 
     @gluon.jit
     def _hand_on(waited, arrived, it, n, STAGES: gl.constexpr):
@@ -286,7 +292,7 @@ if HAVE_GLUON:
         # The first stages of the guessed first tile go out before masked_m is back (~1 us into
         # the kernel after the harness's L2 flush, run 74): none of their addresses depends on
         # it, and masked_m is loaded only after them.
-        spec = _speculated(G, NT, KS, SUB)
+        spec = _speculated(G, NT, KS, SUB, STAGES)
         a_src, a_in, w_src, s_src, as_src, in_bucket = _tile_sources(
             a_ptr, w_words, bs_ptr, as_ptr, pid // NT, 0, pid % NT, MAX_M, N, K, a_tok, a_col, w_row, w_col, s_row,
             s_col, tok, BW)
@@ -379,7 +385,7 @@ if HAVE_GLUON:
         it = gl.to_tensor(0)
         if not _first_tile_guessed(NT, G, gi, rows):
             # The loader's guessed stages: passed on undecoded.
-            it = _hand_on(loaded, decoded, it, _speculated(G, NT, KS, SUB), STAGES)
+            it = _hand_on(loaded, decoded, it, _speculated(G, NT, KS, SUB, STAGES), STAGES)
         for t in range(gl.program_id(0), _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
             has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT)
             for ks in range(gl.where(has_tile, KS, 0)):
@@ -425,7 +431,7 @@ if HAVE_GLUON:
         it = gl.to_tensor(0)
         if not _first_tile_guessed(NT, G, gi, g_rows):
             # The loader's guessed stages: handed back unused.
-            it = _hand_on(decoded, empty, it, _speculated(G, NT, KS, SUB), STAGES)
+            it = _hand_on(decoded, empty, it, _speculated(G, NT, KS, SUB, STAGES), STAGES)
         for t in range(gl.program_id(0), _positions(NT, G, gi, g_rows, BT), gl.num_programs(0)):
             has_tile, g, mt, nt, rows = _tile(t, NT, G, gi, g_rows, BT)
             offs_w = nt * BW + gl.arange(0, BW, layout=gl.SliceLayout(1, mma))
@@ -442,7 +448,8 @@ if HAVE_GLUON:
                 fence_async_shared()
                 if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:  # every row folds
                     # One K = 128 wgmma per block, each promoted as soon as it is done while
-                    # the next one runs.
+                    # the next one runs (at 128 tokens too: up to 2.7 us faster than promoting
+                    # each block once its own wgmma is done, run 103).
                     t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, 0, SUB, SPLIT),
                                            a_bufs.index(SUB * s).permute((1, 0)), t_mma, use_acc=False,
                                            is_async=True)
@@ -527,12 +534,13 @@ if HAVE_GLUON:
                         MAX_M, K, NT, G, STAGES, BT, SUB, SPLIT, G_P2)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr,
                        MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
-        ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
+        ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS if BT <= 64 else _WIDE_LOADER_REGS])
 
 
-def token_tile(max_m) -> int:
-    """Tokens per tile (the MMA's N): the bucket's rows, rounded up to 16, 32 or 64."""
-    return 16 if max_m <= 16 else 32 if max_m <= 32 else 64
+def token_tile(max_m, most=64) -> int:
+    """Tokens per tile (the MMA's N): the bucket's rows, rounded up to 16, 32 or 64, or to 128
+    where most (the heuristic's choice, Config.BM) allows it."""
+    return 16 if max_m <= 16 else 32 if max_m <= 32 else 64 if max_m <= 64 or most <= 64 else 128
 
 
 def supported(g, max_m, n, k) -> bool:
@@ -542,17 +550,17 @@ def supported(g, max_m, n, k) -> bool:
     return HAVE_GLUON and g > 0 and 0 < max_m and n % BW == 0 and k % 128 == 0
 
 
-def grid_and_sizes(g, max_m, n, num_sms):
+def grid_and_sizes(g, max_m, n, num_sms, most=64):
     """(grid, NT): one persistent CTA per SM at most, over g x token tiles x weight tiles (the
     tiles with rows are known on the device only; the rest of the grid zero-fills)."""
     nt = n // BW
-    tiles = g * -(-max_m // token_tile(max_m)) * nt
+    tiles = g * -(-max_m // token_tile(max_m, most)) * nt
     return (min(tiles, num_sms), 1, 1), nt
 
 
-def consts(g, max_m, k, plan=None):
+def consts(g, max_m, k, plan=None, most=64):
     """fused_ws_kernel's constexprs and compile options; plan: PLAN's form, for experiments."""
-    bt = token_tile(max_m)
+    bt = token_tile(max_m, most)
     sub, stages, split = (plan or PLAN)[bt]
     if (k // 128) % sub:  # one block a stage, in as many stages as blocks
         sub, stages, split = 1, sub * stages, False
@@ -560,12 +568,12 @@ def consts(g, max_m, k, plan=None):
                 maxnreg=MAXNREG)
 
 
-def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None):
+def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None, most=64):
     """fused_ws_kernel through Triton's own launcher (checks and tools; main.py launches it
     through its plan)."""
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
-    grid, nt = grid_and_sizes(g, max_m, n, num_sms)
+    grid, nt = grid_and_sizes(g, max_m, n, num_sms, most)
     fused_ws_kernel[grid](a_fp8, b_fp4, b_scale, a_scale, masked_m, c, max_m, n, k, nt, g,
-                          **consts(g, max_m, k, plan))
+                          **consts(g, max_m, k, plan, most))
     return c

@@ -32,10 +32,12 @@ ONE_PASS = True
 # choose_config. False keeps the Triton kernels everywhere (for A/B runs).
 WS = True
 # (smallest bucket, most rows expected per group), largest bucket first: one 64-token tile a
-# group in a bucket of any size (run 93); two from 512 rows and up to four from 4096 (run 101),
-# where the two passes' decode pass and zero tiles cost more than decoding a group's B tiles
-# again per token tile.
-WS_MAX_ROWS = ((4096, 192), (512, 96), (1, 64))
+# group in a bucket of any size (run 93); past 64 rows 128-token tiles (WS_WIDE_TILE), one a
+# group from 512 rows, up to two from 2048 and 4096 with 10% to spare (runs 101-103), where the
+# two passes' decode pass and zero tiles cost more than decoding a group's B tiles again per
+# token tile.
+WS_MAX_ROWS = ((4096, 232), (2048, 192), (512, 96), (1, 64))
+WS_WIDE_TILE = 128
 
 
 def ws_max_rows(max_m: int) -> int:
@@ -84,9 +86,9 @@ class Config:
                            # (kernel._tile_of_program for the tile kernel)
     zero_rows: int = 16    # one pass (not tiles): rows of c per zero program (a power of two)
     ws: bool = False       # fused_ws_kernel (Gluon, sm_90): the warp-specialised one-launch kernel
-                           # for few rows a group; its tiles and stages follow from max_m and k
-                           # (fused_ws.token_tile, fused_ws.BW, fused_ws.PLAN): BN records BW,
-                           # BM (64) and num_stages are not read
+                           # for few rows a group; its tiles and stages follow from max_m, k and
+                           # BM, the most tokens a tile (64 or 128: fused_ws.token_tile,
+                           # fused_ws.BW, fused_ws.PLAN); BN records BW, num_stages is not read
 
     def as_kwargs(self):
         return dict(BM=self.BM, BN=self.BN, SWAP=self.swap, USE_ASM=self.use_asm, FOLD2D=self.fold2d, ABLATE=self.ablate,
@@ -123,12 +125,19 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     kernel, in blocks per program for the decode pass (_decode_kb). ws: the caller can run
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
-    Twenty-second session (run 101, H200 GPU us, fused_ws / the two passes, each group's rows
-    0.8-1.1 x the hint): hints of 80 in buckets of 512, 1024, 2048 and 4096 rows 18.8 / 22.2,
-    20.2 / 23.2, 23.3 / 27.8, 31.3 / 38.4; at 4096 hints of 128, 160 and 192 36.5 / 40.2, 39.2
-    / 41.7, 43.0 / 44.9. Not taken: hints of 128-192 below 4096 rows (512 and 1024 1.3-3.0
-    slower, 2048 within 1) and of 256 anywhere (4.6-9.0 slower). A hint that understates the
-    rows costs fused_ws as below (1024 with ~390 rows behind a hint of 128: 52.5 / 46.0).
+    Twenty-second session (runs 101-103, H200 GPU us, fused_ws with 128-token tiles / with 64
+    / the two passes, each group's rows 0.8-1.1 x the hint): hints of 80 in buckets of 512,
+    1024, 2048 and 4096 rows 15.1 / 18.4 / 21.7, 17.3 / 20.4 / 23.2, 20.9 / 22.9 / 27.7, 29.4 /
+    30.1 / 37.5; at 2048 hints of 128, 160 and 192 28.5 / 28.7 / 29.5, 29.8 / 29.0 / 31.1, 30.1
+    / 34.6 / 35.5; at 4096 34.9 / 35.8 / 39.1, 35.5 / 36.6 / 41.6, 38.6 / 41.4 / 44.5, and the
+    harness's ~170 rows behind a hint of 230 38.0 / 40.8 / 44.2. Not taken: hints of 128-160
+    at 512 and 1024 rows (two rounds of 128-token tiles where a group passes 128 rows: 24.3 /
+    21.9 at 512), of 256 anywhere (2 of 4 groups past 256 rows: 45.0 / 43.3 at 4096), and of
+    65-128 below 512 rows, where the harness's groups pass their hints by far (256 with one
+    group of 256 behind 76: 16.3 / 13.1; 200 mixed behind 123: 24.5 / 21.4; though 256 with
+    ~115 rows a group 14.4 / 21.1). A hint that understates the rows costs 128-token tiles
+    less than 64-token ones (1024 with ~390 rows behind 128: 44.4 / 52.2 / 45.6; 4096 with
+    ~690 behind 256: 74.6 / 89.7 / 61.5).
     Thirteenth to twentieth sessions (runs 56-57, 65, 89, 90-93): on sm_90, buckets with at
     most 64 rows expected per group take fused_ws_kernel, one warp-specialised launch
     (cp.async loader warps, decoder warps, one wgmma consumer; each B tile decoded once per
@@ -210,7 +219,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     sm90 = capability[0] >= 9
     maxnreg = 0
     if ws and WS and tuple(capability) == (9, 0) and rows <= ws_max_rows(max_m):
-        return Config(BM=64, BN=64, swap=True, num_warps=4, num_stages=8, ws=True)
+        return Config(BM=64 if rows <= 64 else WS_WIDE_TILE, BN=64, swap=True, num_warps=4, num_stages=8, ws=True)
     if (ONE_PASS if one_pass is None else one_pass) and rows <= 32 and (max_m <= 32 or max_m >= 1024):
         small_bucket = max_m <= 32
         bm = 16 if small_bucket and rows <= 16 else 32

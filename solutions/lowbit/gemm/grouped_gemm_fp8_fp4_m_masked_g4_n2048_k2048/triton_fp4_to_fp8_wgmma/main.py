@@ -229,8 +229,9 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, config, 
         if not ws_ok or tuple(capability) != (9, 0):
             raise ValueError(f"config: ws needs Gluon, an sm_90 CUDA device (not the interpreter) and n % 64 == 0, "
                              f"got {config}")
-        grid, nt = fused_ws.grid_and_sizes(g, max_m, n, num_sms)
-        return _Plan(False, g, max_m, n, k, config, 0, fused_ws.consts(g, max_m, k), grid, (), dev_index, {}, {}, nt)
+        grid, nt = fused_ws.grid_and_sizes(g, max_m, n, num_sms, config.BM)
+        return _Plan(False, g, max_m, n, k, config, 0, fused_ws.consts(g, max_m, k, most=config.BM), grid, (),
+                     dev_index, {}, {}, nt)
     if config.BN < 32 or config.BM < 16:
         # BN=16 gave wrong results on an H200 in the scale-fallback path (run 3): the PTX
         # decode with < 4 bytes per thread (now CORR_ASM off there), not re-measured since.
