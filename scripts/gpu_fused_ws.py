@@ -14,7 +14,8 @@ e.g. an earlier commit's, with the same launch() signature) in every check and t
 --old DIR: also the host time of DIR's run() (a copy of the whole solution folder, e.g. an
 earlier commit's), beside this one's. --no-host: skip the host times (part 3). --mid: the checks
 plus four at 160-256 rows, and timings at the buckets past 128 rows (MID_WORKLOADS) instead.
---sweep: only run 101's timings of fused_ws against the two passes (SWEEP_WORKLOADS).
+--sweep: only run 101's timings of fused_ws against the two passes (SWEEP_WORKLOADS; --only NAME,...
+for some of them). --wide: every kernel at 128-token tiles too past 64 rows (--mosts 128: only those).
 
 A deadlocked pipeline would hang the GPU: the script exits once the checks have taken
 CHECK_WATCHDOG_S seconds (120; the hang-prone cases run there first), or the timings WATCHDOG_S
@@ -50,6 +51,8 @@ for name in PREV:
 # 64-row buckets and below are the same launch, so those rows are not repeated).
 WIDE = "--wide" in sys.argv
 MOSTS = (64, 128) if WIDE else (64,)
+if "--mosts" in sys.argv:  # e.g. --mosts 128: only those token-tile limits (run 105)
+    MOSTS = tuple(int(x) for x in sys.argv[sys.argv.index("--mosts") + 1].split(","))
 OLD = load_solution_folder(os.path.abspath(sys.argv[sys.argv.index("--old") + 1]), "old_grouped") \
     if "--old" in sys.argv else None
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
@@ -125,7 +128,7 @@ SWEEP_WORKLOADS = [(f"b{m}h{h}", m, [min(m, int(h * f)) for f in (0.8, 1.1, 0.9,
 def sweep():
     cap = torch.cuda.get_device_capability()
     rows = []
-    for wname, max_m, masked, exp in SWEEP_WORKLOADS:
+    for wname, max_m, masked, exp in [w for w in SWEEP_WORKLOADS if ONLY is None or w[0] in ONLY]:
         a, a_s, b, b_s, mm = gg.make(max_m, masked, seed=7)
         c = torch.empty(gg.G, max_m, gg.N, dtype=torch.bfloat16, device=gg.dev)
         args = [a, a_s, b, b_s, mm, exp, c]
@@ -149,6 +152,10 @@ def launches(max_m):
     """(column name, fused_fn) of every kernel at every token-tile limit that differs at max_m."""
     return [(kname if most == 64 else f"{kname}/128", fused_fn_of(mod, most))
             for most in MOSTS if most == 64 or max_m > 64 for kname, mod in KERNELS.items()]
+
+
+# --only NAME[,NAME...]: only those sweep workloads.
+ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
 
 
 def host_times():

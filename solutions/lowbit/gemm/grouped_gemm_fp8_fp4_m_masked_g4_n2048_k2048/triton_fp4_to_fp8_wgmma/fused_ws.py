@@ -11,12 +11,13 @@ waits, fences, syncs and arrives once per two blocks (0.8-1.2 us less than once 
 76); at 32 and 64 tokens the second block's decoded tile and multipliers live in allocations
 of their own, which spares the decoder one barrier a stage (SPLIT, runs 80-82):
 
-- a loader (two warps): per 128-K block, by cp.async, A's tile (the group's BT token rows) and
-  their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
+- a loader (four warps): per 128-K block, by cp.async, A's tile (the group's BT token rows)
+  and their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
   ``loaded[s]``; no TMA, as each TMA descriptor costs the host ~5-11 us to encode per launch,
   run 57; one warp could not issue a 64-token block's 28 copies per thread faster than one
-  per ~0.5-0.8 us, run 65); once its tiles' copies are out, it zero-fills the rows of c that
-  no tile stores (_zero_fill);
+  per ~0.5-0.8 us, run 65, and two held 128-token blocks back by 0.9-2.5 us a call, run 105);
+  once its tiles' copies are out, it zero-fills the rows of c that no tile stores
+  (_zero_fill);
 - a decoder (four warps, two threads per weight row, 8 words each): folds the row's four
   per-32 scales of the block (kernel._fold_scales_2d's test), decodes its words with kernel's
   prmt lookup into the block's swizzled e4m3 tile and writes the row's multiplier (-1 where
@@ -78,18 +79,20 @@ assert all(SPEC % sub == 0 and min(SPEC, sub * stages) % sub == 0 and (sub == 2 
            for sub, stages, split in PLAN.values()), \
     "the speculated blocks must fill whole stages and fit the ring without waiting on a release; " \
     "split needs two blocks a stage"
-# Two threads per weight row (8 decoder warps, four per row, were slower: run 78).
-DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 2
-# Registers: the launch's cap (4 + 4 + 2 warps, launched as 12), what setmaxnreg gives the
+# Two threads per weight row (8 decoder warps, four per row, were slower: run 78). Four loader
+# warps, the launch's third warpgroup (two until run 106, the other two idle): at 128 tokens
+# 0.9-2.5 us faster a call (run 105), at 16-64 tokens within -0.8..+0.2 (run 106).
+DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 4
+# Registers: the launch's cap (4 + 4 + 4 warps), what setmaxnreg gives the
 # decoder and the loader; the consumer (Gluon's default partition) gets the rest (its code uses
 # registers up to R252 at 128 tokens: ptxas allocates it past the launch's cap). ptxas (Triton
-# 3.6, sm_90a) reports no spill at 16, 32 or 64 tokens, and at 128 two words of the set-up
-# before the partitions; the loader's [128, 128] copy addresses spilled at 80 registers.
-MAXNREG, DECODER_REGS, LOADER_REGS, WIDE_LOADER_REGS = 160, 112, 80, 104
+# 3.6, sm_90a) reports no spill at 16, 32, 64 or 128 tokens (with two loader warps their [128,
+# 128] copy addresses spilled at 80 registers).
+MAXNREG, DECODER_REGS, LOADER_REGS = 160, 112, 80
 
 if HAVE_GLUON:
     _BW, _DECODER_REGS = gl.constexpr(BW), gl.constexpr(DECODER_REGS)
-    _LOADER_REGS, _WIDE_LOADER_REGS = gl.constexpr(LOADER_REGS), gl.constexpr(WIDE_LOADER_REGS)
+    _LOADER_REGS = gl.constexpr(LOADER_REGS)
     _DW, _LW = gl.constexpr(DECODER_WARPS), gl.constexpr(LOADER_WARPS)
     _SPEC = gl.constexpr(SPEC)
     # Shared-memory layouts of a stage's packed words [BW, 16] and scales [BW, 4] (what TMA
@@ -272,8 +275,9 @@ if HAVE_GLUON:
         KB = K // 128
         KS = KB // SUB  # stages per tile
         # Everything by cp.async, no TMA: a TMA descriptor costs the host ~5-11 us to encode
-        # per launch (run 57). Per thread and block (two warps): BT / 8 16-byte copies of A, 4
-        # of B's packed words, 1 of its scales, a 4-byte copy of a_scale per token.
+        # per launch (run 57). Per thread and block (four warps): BT / 16 16-byte copies of A,
+        # 2 of B's packed words, 1 of its scales (each row's copied by two threads: the same
+        # 16 bytes twice), a 4-byte copy of a_scale per token.
         al: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [_LW, 1], [1, 0])
         wl: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [_LW, 1], [1, 0])
         sl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [_LW, 1], [1, 0])
@@ -534,7 +538,7 @@ if HAVE_GLUON:
                         MAX_M, K, NT, G, STAGES, BT, SUB, SPLIT, G_P2)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr,
                        MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
-        ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS if BT <= 64 else _WIDE_LOADER_REGS])
+        ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
 
 
 def token_tile(max_m, most=64) -> int:
