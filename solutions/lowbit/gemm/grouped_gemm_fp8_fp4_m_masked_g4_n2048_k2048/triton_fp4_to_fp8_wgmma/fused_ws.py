@@ -1,15 +1,16 @@
 """One launch where few rows per group are expected, on Hopper: B decoded by warps of its own, beside the MMA.
 
-Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to twentieth
-sessions, runs 55-57, 65, 68, 76-82 and 90-95 in docs/kernels/grouped_gemm.md). With at most
-64 rows in a group its tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the
-two-pass path's decode pass, but never written back to memory as e4m3; and the decode
-overlaps the MMA inside each SM through warp specialisation instead of only across CTAs. A
-persistent CTA per SM has three partitions, synchronised only through per-stage mbarriers. A
-stage holds SUB = 2 128-K blocks (PLAN: 12, 10 or 8 blocks in flight), so that every partition
-waits, fences, syncs and arrives once per two blocks (0.8-1.2 us less than once per block, run
-76); at 32 and 64 tokens the second block's decoded tile and multipliers live in allocations
-of their own, which spares the decoder one barrier a stage (SPLIT, runs 80-82):
+Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to twenty-second
+sessions, runs 55-57, 65, 68, 76-82, 90-95 and 100-107 in docs/kernels/grouped_gemm.md). With at
+most 64 rows in a group (128 on 128-token tiles) its tokens fit one MMA N tile, so every B tile
+is decoded exactly once, as in the two-pass path's decode pass, but never written back to
+memory as e4m3; and the decode overlaps the MMA inside each SM through warp specialisation
+instead of only across CTAs. A persistent CTA per SM has three partitions, synchronised only
+through per-stage mbarriers. A stage holds SUB = 2 128-K blocks (PLAN: 12, 10, 8 or 6 blocks in
+flight), so that every partition waits, fences, syncs and arrives once per two blocks (0.8-1.2
+us less than once per block, run 76); from 32 tokens the second block's decoded tile and
+multipliers live in allocations of their own, which spares the decoder one barrier a stage
+(SPLIT, runs 80-82):
 
 - a loader (four warps): per 128-K block, by cp.async, A's tile (the group's BT token rows)
   and their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
