@@ -116,6 +116,7 @@ if MID:
 # ignores the hint, and the checks above cover these shapes); fused_ws and the two passes
 # (ws=False) each timed twice, interleaved.
 SWEEP = "--sweep" in sys.argv
+ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None  # sweep workloads
 SWEEP_WORKLOADS = [(f"b{m}h{h}", m, [min(m, int(h * f)) for f in (0.8, 1.1, 0.9, 1.0)], h)
                    for m in (512, 1024, 2048, 4096) for h in (80, 128, 160, 192, 256) if 2 * h <= m] + \
                   [("b1024h128r400", 1024, [400, 380, 420, 350], 128), ("b2048h192r600", 2048, [600, 640, 560, 620], 192),
@@ -153,9 +154,6 @@ def launches(max_m):
     return [(kname if most == 64 else f"{kname}/128", fused_fn_of(mod, most))
             for most in MOSTS if most == 64 or max_m > 64 for kname, mod in KERNELS.items()]
 
-
-# --only NAME[,NAME...]: only those sweep workloads.
-ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
 
 
 def host_times():

@@ -428,7 +428,7 @@ def test_ws_kernel_choice():
 def test_ws_token_tiles():
     """fused_ws's token tile follows the bucket (16, 32, 64) up to the heuristic's most (Config.BM):
     128 only where the bucket has more than 64 rows and BM allows it; its plan then holds three
-    stages of two blocks, and the speculated blocks fit the ring."""
+    stages of two blocks."""
     assert [fws.token_tile(m) for m in (1, 16, 17, 32, 33, 64, 65, 4096)] == [16, 16, 32, 32, 64, 64, 64, 64]
     assert [fws.token_tile(m, 128) for m in (1, 16, 32, 64, 65, 200, 4096)] == [16, 16, 32, 64, 128, 128, 128]
     c = fws.consts(4, 512, 2048, most=128)

@@ -33,9 +33,9 @@ ONE_PASS = True
 WS = True
 # (smallest bucket, most rows expected per group), largest bucket first: one 64-token tile a
 # group in a bucket of any size (run 93); past 64 rows 128-token tiles (WS_WIDE_TILE), one a
-# group from 512 rows, up to two from 2048 and 4096 with 10% to spare (runs 101-103), where the
-# two passes' decode pass and zero tiles cost more than decoding a group's B tiles again per
-# token tile.
+# group from 512 rows, up to two from 2048 and 4096 with 10% to spare (runs 101-103; the same
+# limits with four loader warps, run 107), where the two passes' decode pass and zero tiles
+# cost more than decoding a group's B tiles again per token tile.
 WS_MAX_ROWS = ((4096, 232), (2048, 192), (512, 96), (1, 64))
 WS_WIDE_TILE = 128
 
@@ -43,6 +43,8 @@ WS_WIDE_TILE = 128
 def ws_max_rows(max_m: int) -> int:
     """Most rows expected per group for which fused_ws_kernel takes a bucket of max_m rows."""
     return next(rows for bucket, rows in WS_MAX_ROWS if max_m >= bucket)
+
+
 # SMs assumed when the caller does not say (the H200's).
 DEFAULT_SMS = 132
 
@@ -146,9 +148,9 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     passes, or the one-pass kernel at 4096) / fused_ws: 256-row bucket with ~28 rows a group
     20.2 / 11.3, ~54 rows 21.2 / 11.3, 192-row bucket with ~56 rows 21.1 / 11.1, 4096 with ~24
     rows 31.2 / 25.5, all 256 empty 7.3 / 7.2; and where the hint understates the rows, one
-    group of 256 behind a hint of 76 (two passes) 13.0 / 13.3. With 65-128 rows expected below 512
-    rows it is not taken: 96-128 rows a group 21.3 / 19.6, but 256 with one group of 256 and one of 100
-    18.4 / 19.6, 200 mixed 21.2 / 25.9, 512 mixed 25.4 / 38.7 (each B tile decoded again for
+    group of 256 behind a hint of 76 (two passes) 13.0 / 13.3. With 65-128 rows expected below
+    512 rows it is not taken: 96-128 rows a group 21.3 / 19.6, but 256 with one group of 256
+    and one of 100 18.4 / 19.6, 200 mixed 21.2 / 25.9, 512 mixed 25.4 / 38.7 (each B tile decoded again for
     every token tile). A hint far below the rows costs time here (max_m / 64 token tiles per
     group, each decoding B again), as in the one-pass kernel, not correctness.
     Run 89 (H200 GPU us, run() with the one-pass kernel / fused_ws, after the kernel's gains
