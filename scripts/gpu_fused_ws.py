@@ -47,7 +47,7 @@ KERNELS = {"fused_ws": FW}
 for name in PREV:
     KERNELS[name] = load_solution(gg.DEF, "lowbit", "triton_fp4_to_fp8_wgmma", name)
 # --wide (twenty-second session, run 103): every kernel also with 128-token tiles where the bucket
-# has more than 64 rows (launch's most=128), as "<name>/128" (the checks and timings of
+# has more than 64 rows (launch's most=128), as "<name>/<most>" (the checks and timings of
 # 64-row buckets and below are the same launch, so those rows are not repeated).
 WIDE = "--wide" in sys.argv
 MOSTS = (64, 128) if WIDE else (64,)
@@ -121,9 +121,9 @@ SWEEP_WORKLOADS = [(f"b{m}h{h}", m, [min(m, int(h * f)) for f in (0.8, 1.1, 0.9,
                    for m in (512, 1024, 2048, 4096) for h in (80, 128, 160, 192, 256) if 2 * h <= m] + \
                   [("b1024h128r400", 1024, [400, 380, 420, 350], 128), ("b2048h192r600", 2048, [600, 640, 560, 620], 192),
                    ("b4096h128r300", 4096, [300, 280, 320, 260], 128), ("b4096h256r700", 4096, [700, 650, 720, 680], 256)] + \
-                  [w for w in MID_WORKLOADS if w[0] in ("h200", "h256one", "h256mix", "h512mix", "h4096e230")] + \
+                  [w for w in MID_WORKLOADS if w[0] in ("h200", "h256one", "h256mix", "h512mix", "h4096e230", "b256r128")] + \
                   [("h512full", 512, [512] * 4, 614), ("h1024", 1024, [703, 785, 697, 842], 908),
-                   ("b256r128", 256, [128, 110, 100, 120], 115), ("b128r96", 128, [96, 80, 128, 70], 90)]
+                   ("b128r96", 128, [96, 80, 128, 70], 90)]
 
 
 def sweep():
@@ -151,7 +151,7 @@ def fused_fn_of(mod, most=64):
 
 def launches(max_m):
     """(column name, fused_fn) of every kernel at every token-tile limit that differs at max_m."""
-    return [(kname if most == 64 else f"{kname}/128", fused_fn_of(mod, most))
+    return [(kname if most == 64 else f"{kname}/{most}", fused_fn_of(mod, most))
             for most in MOSTS if most == 64 or max_m > 64 for kname, mod in KERNELS.items()]
 
 
