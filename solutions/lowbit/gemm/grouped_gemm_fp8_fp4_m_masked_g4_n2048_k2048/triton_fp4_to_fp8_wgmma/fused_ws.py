@@ -19,7 +19,8 @@ multipliers live in allocations of their own, which spares the decoder one barri
   per ~0.5-0.8 us, run 65, and two held 128-token blocks back by 0.9-2.5 us a call, run 105);
   once its tiles' copies are out, it zero-fills the rows of c that no tile stores
   (_zero_fill);
-- a decoder (four warps, two threads per weight row, 8 words each): folds the row's four
+- a decoder (four warps, two threads per weight row, 8 words each; a stage's two blocks read
+  from shared memory before either is decoded, run 111): folds the row's four
   per-32 scales of the block (kernel._fold_scales_2d's test), decodes its words with kernel's
   prmt lookup into the block's swizzled e4m3 tile and writes the row's multiplier (-1 where
   the block does not fold: raw codes then), then the stage's flags, one per 32 rows
@@ -28,7 +29,9 @@ multipliers live in allocations of their own, which spares the decoder one barri
 - a consumer warpgroup: acc[64 weight rows, BT tokens] += wgmma(Bdec, A^T) * (ref x a_scale),
   one K = 128 wgmma per block, each promoted in fp32 while the next one runs; a stage with a
   row that does not fold takes four K = 32 wgmmas per block instead, each times that row's own
-  per-32 scale (exact products); then ``empty[s]``. c is stored transposed from the accumulator.
+  per-32 scale (exact products), each promoted while the next one runs up to 64 tokens (run
+  111: the harness's wide-scale workload 18.3 -> 13.7 us); then ``empty[s]``. c is stored
+  transposed from the accumulator.
 
 The kernel takes any max_m (token tiles of 16, 32, 64 or, where the caller asks, 128; a group
 of more rows decodes its B tiles again per token tile); heuristics.choose_config says where it
@@ -76,10 +79,10 @@ BW = 64        # weight rows per tile (the MMA's M)
 # of A a block, so three stages (183 KB).
 PLAN = {16: (2, 6, False), 32: (2, 5, True), 64: (2, 4, True), 128: (2, 3, True)}
 SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68), at most the ring
-assert all(SPEC % sub == 0 and min(SPEC, sub * stages) % sub == 0 and (sub == 2 or not split)
+assert all(SPEC % sub == 0 and min(SPEC, sub * stages) % sub == 0 and sub in (1, 2) and (sub == 2 or not split)
            for sub, stages, split in PLAN.values()), \
     "the speculated blocks must fill whole stages and fit the ring without waiting on a release; " \
-    "split needs two blocks a stage"
+    "a stage holds one or two blocks (the decoder reads both before decoding); split needs two"
 # Two threads per weight row (8 decoder warps, four per row, were slower: run 78). Four loader
 # warps, the launch's third warpgroup (two until run 106, the other two idle): at 128 tokens
 # 0.9-2.5 us faster a call (run 105), at 16-64 tokens within -0.8..+0.2 (run 106).
@@ -339,13 +342,12 @@ if HAVE_GLUON:
             return bufs.index(SUB * s + h)
 
     @gluon.jit
-    def _decode_block(bw_buf, bs_buf, qw_buf, ref_buf, rowl: gl.constexpr, col16, col4):
-        """One 128-K block: fold each row's four per-32 scales (kernel._fold_scales_2d's test),
+    def _decode_block(w, sb, qw_buf, ref_buf, col16, col4):
+        """One 128-K block, its packed words w [BW, 16] (8 codes each) and scale bits sb [BW, 4]
+        read by the caller: fold each row's four per-32 scales (kernel._fold_scales_2d's test),
         decode its words into the swizzled e4m3 tile, write the row's multiplier (-1 where the
         row does not fold: raw codes then). Returns whether each row folds."""
-        BW: gl.constexpr = bw_buf.type.shape[0]
-        w = bw_buf.load(rowl)                              # [BW, 16] words of 8 codes
-        sb = bs_buf.load(rowl).to(gl.int32, bitcast=True)  # [BW, 4] scale bits
+        BW: gl.constexpr = w.shape[0]
         # kernel._block_bits: positive, normal powers of two within FOLD_SPREAD binades.
         bmax = gl.max(sb, axis=1)
         bmin = gl.min(sb, axis=1)
@@ -396,13 +398,19 @@ if HAVE_GLUON:
             for ks in range(gl.where(has_tile, KS, 0)):
                 s = it % STAGES
                 mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
-                ok = _decode_block(bw_bufs.index(SUB * s), bs_bufs.index(SUB * s),
-                                   _block_buf(qw_bufs, qw1_bufs, s, 0, SUB, SPLIT),
-                                   _block_buf(ref_bufs, ref1_bufs, s, 0, SUB, SPLIT), rowl, col16, col4)
-                for h in gl.static_range(1, SUB):
-                    ok = ok & _decode_block(bw_bufs.index(SUB * s + h), bs_bufs.index(SUB * s + h),
-                                            _block_buf(qw_bufs, qw1_bufs, s, h, SUB, SPLIT),
-                                            _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT), rowl, col16, col4)
+                # Both blocks' words and scales are read before the first block's tile is
+                # written: ptxas keeps shared loads behind earlier shared stores, so that read
+                # in turn the second block's loads and fold waited for the first's stores.
+                w0 = bw_bufs.index(SUB * s).load(rowl)
+                sb0 = bs_bufs.index(SUB * s).load(rowl).to(gl.int32, bitcast=True)
+                if SUB == 2:
+                    w1 = bw_bufs.index(SUB * s + 1).load(rowl)
+                    sb1 = bs_bufs.index(SUB * s + 1).load(rowl).to(gl.int32, bitcast=True)
+                ok = _decode_block(w0, sb0, _block_buf(qw_bufs, qw1_bufs, s, 0, SUB, SPLIT),
+                                   _block_buf(ref_bufs, ref1_bufs, s, 0, SUB, SPLIT), col16, col4)
+                if SUB == 2:
+                    ok = ok & _decode_block(w1, sb1, _block_buf(qw_bufs, qw1_bufs, s, 1, SUB, SPLIT),
+                                            _block_buf(ref_bufs, ref1_bufs, s, 1, SUB, SPLIT), col16, col4)
                 # The stage's flags, one per 32 weight rows (a warp's rows): some row of some
                 # block did not fold. Reduced within each warp only, no barrier (a reduction
                 # across the warps through shared memory cost two a stage: run 79).
@@ -422,6 +430,25 @@ if HAVE_GLUON:
         return acc + t_mma * (ref[:, None] * a_s[None, :])
 
     @gluon.jit
+    def _promote_32(acc, t_mma, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, p: gl.constexpr, SUB: gl.constexpr,
+                    SPLIT: gl.constexpr, mma: gl.constexpr):
+        """acc + the wgmma result of ring stage s's 32-group p (block p // 4, its group p % 4)
+        times (its multiplier x token a_scale), in fp32: the row multiplier where the row
+        folds, its own per-32 scale where it does not. The scale column is read from shared
+        memory straight into the accumulator's row layout, as a [BW, 1] tensor in that layout
+        (no layout conversion through shared memory and its barrier, as a [BW, 4] load in a
+        blocked layout took)."""
+        b = SUB * s + p // 4
+        # The narrowest wgmma layout of the same rows: its row vectors are the accumulator's.
+        col: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=mma.warps_per_cta,
+                                                      instr_shape=[16, 8, 32])
+        ref = _block_buf(ref_bufs, ref1_bufs, s, p // 4, SUB, SPLIT).load(gl.SliceLayout(1, mma))
+        s_j = gl.convert_layout(gl.sum(bs_bufs.index(b).slice(p % 4, 1, dim=1).load(col), axis=1),
+                                gl.SliceLayout(1, mma))
+        a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
+        return acc + t_mma * (gl.where(ref >= 0.0, ref, s_j)[:, None] * a_s[None, :])
+
+    @gluon.jit
     def _consumer(a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty,
                   mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr,
                   SPLIT: gl.constexpr, G_P2: gl.constexpr):
@@ -429,9 +456,7 @@ if HAVE_GLUON:
         BT: gl.constexpr = a_bufs.type.shape[1]
         KS = K // (128 * SUB)
         mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BT, 32])
-        rowl: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
         flagl: gl.constexpr = gl.BlockedLayout([BW // 32], [32], [4], [0])  # every thread all flags
-        col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
         gi, g_rows = _groups(mm_ptr, G, MAX_M, G_P2, 4)
         it = gl.to_tensor(0)
         if not _first_tile_guessed(NT, G, gi, g_rows):
@@ -470,23 +495,37 @@ if HAVE_GLUON:
                     acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, SUB - 1, SUB, SPLIT),
                                    as_bufs.index(SUB * s + SUB - 1), mma)
                 else:
-                    # Rows that do not fold hold raw codes: their 32-groups one at a time,
-                    # each times its own scale; rows that fold keep ref.
-                    for h in gl.static_range(SUB):
-                        b = SUB * s + h
-                        q_tile = _block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT)
-                        a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
-                        for j in gl.static_range(4):
-                            t_mma = warpgroup_mma(q_tile.slice(32 * j, 32, dim=1),
-                                                  a_bufs.index(b).slice(32 * j, 32, dim=1).permute((1, 0)), t_mma,
-                                                  use_acc=False, is_async=True)
-                            t_mma = warpgroup_mma_wait(0, deps=(t_mma,))
-                            sc = bs_bufs.index(b).load(rowl)
-                            s_j = gl.convert_layout(gl.sum(gl.where(col4 == j, sc, 0.0), axis=1),
-                                                    gl.SliceLayout(1, mma))
-                            ref = _block_buf(ref_bufs, ref1_bufs, s, h, SUB, SPLIT).load(gl.SliceLayout(1, mma))
-                            mult = gl.where(ref >= 0.0, ref, s_j)
-                            acc = acc + t_mma * (mult[:, None] * a_s[None, :])
+                    # Rows that do not fold hold raw codes: their 32-groups one K = 32 wgmma at
+                    # a time, each times that row's own scale (rows that fold keep ref), each
+                    # promoted while the next one runs, as above.
+                    # At 128 tokens two [64, 128] products beside the accumulator spill 320
+                    # bytes (ptxas, Triton 3.6): there each wgmma is waited for before its
+                    # promotion, and its product's registers take the next one's result (with
+                    # a fresh result each, 28 bytes of the tile's set-up spilled and 128-token
+                    # calls took up to 1.3 us longer, run 111).
+                    IN_FLIGHT: gl.constexpr = 1 if BT <= 64 else 0
+                    t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, 0, SUB, SPLIT).slice(0, 32, dim=1),
+                                           a_bufs.index(SUB * s).slice(0, 32, dim=1).permute((1, 0)), t_mma,
+                                           use_acc=False, is_async=True)
+                    for i in gl.static_range(1, 4 * SUB):
+                        donor = t_mma  # gives the result's shape and layout (use_acc=False: not read)
+                        if IN_FLIGHT == 0:
+                            t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
+                            acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, i - 1, SUB, SPLIT,
+                                              mma)
+                            donor = t_prev
+                        t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, i // 4, SUB, SPLIT).slice(
+                                                   32 * (i % 4), 32, dim=1),
+                                               a_bufs.index(SUB * s + i // 4).slice(32 * (i % 4), 32,
+                                                                                     dim=1).permute((1, 0)),
+                                               donor, use_acc=False, is_async=True)
+                        if IN_FLIGHT == 1:
+                            t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
+                            acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, i - 1, SUB, SPLIT,
+                                              mma)
+                        t_prev = t_next
+                    t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
+                    acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, 4 * SUB - 1, SUB, SPLIT, mma)
                 mbarrier.arrive(empty.index(s), count=1)
                 it += 1
             acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
