@@ -427,13 +427,16 @@ def test_ws_kernel_choice():
 
 def test_ws_token_tiles():
     """fused_ws's token tile follows the bucket (16, 32, 64) up to the heuristic's most (Config.BM):
-    128 only where the bucket has more than 64 rows and BM allows it; its plan then holds three
-    stages of two blocks."""
+    128 only where the bucket has more than 64 rows and BM allows it; its plan then holds four
+    stages of two blocks' copies and two of decoded tiles (run 116), and below 128 tokens as
+    many of each."""
     assert [fws.token_tile(m) for m in (1, 16, 17, 32, 33, 64, 65, 4096)] == [16, 16, 32, 32, 64, 64, 64, 64]
     assert [fws.token_tile(m, 128) for m in (1, 16, 32, 64, 65, 200, 4096)] == [16, 16, 32, 64, 128, 128, 128]
     c = fws.consts(4, 512, 2048, most=128)
-    assert (c["BT"], c["SUB"], c["STAGES"]) == (128, 2, 3)
-    assert fws.consts(4, 512, 384, most=128)["STAGES"] == 6  # k / 128 odd: one block a stage
+    assert (c["BT"], c["SUB"], c["STAGES"], c["DSTAGES"]) == (128, 2, 4, 2)
+    c = fws.consts(4, 512, 384, most=128)  # k / 128 odd: one block a stage
+    assert (c["SUB"], c["STAGES"], c["DSTAGES"]) == (1, 8, 4)
+    assert all(c["STAGES"] == c["DSTAGES"] for c in (fws.consts(4, m, 2048) for m in (1, 32, 64, 4096)))
     assert fws.grid_and_sizes(4, 200, 2048, 132, 128) == ((132, 1, 1), 32)
     assert fws.grid_and_sizes(4, 128, 2048, 132, 128) == ((128, 1, 1), 32)
 

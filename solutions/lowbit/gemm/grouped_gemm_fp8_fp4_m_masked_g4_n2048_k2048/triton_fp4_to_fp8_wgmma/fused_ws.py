@@ -1,16 +1,18 @@
 """One launch where few rows per group are expected, on Hopper: B decoded by warps of its own, beside the MMA.
 
-Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to twenty-second
-sessions, runs 55-57, 65, 68, 76-82, 90-95 and 100-107 in docs/kernels/grouped_gemm.md). With at
+Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to twenty-third
+sessions, runs 55-57, 65, 68, 76-82, 90-95, 100-107 and 111-116 in docs/kernels/grouped_gemm.md). With at
 most 64 rows in a group (128 on 128-token tiles) its tokens fit one MMA N tile, so every B tile
 is decoded exactly once, as in the two-pass path's decode pass, but never written back to
 memory as e4m3; and the decode overlaps the MMA inside each SM through warp specialisation
 instead of only across CTAs. A persistent CTA per SM has three partitions, synchronised only
-through per-stage mbarriers. A stage holds SUB = 2 128-K blocks (PLAN: 12, 10, 8 or 6 blocks in
+through per-stage mbarriers. A stage holds SUB = 2 128-K blocks (PLAN: 12, 10, 8 or 8 blocks in
 flight), so that every partition waits, fences, syncs and arrives once per two blocks (0.8-1.2
 us less than once per block, run 76); from 32 tokens the second block's decoded tile and
 multipliers live in allocations of their own, which spares the decoder one barrier a stage
-(SPLIT, runs 80-82):
+(SPLIT, runs 80-82). At 128 tokens the decoded tiles have a ring of their own, shallower than
+the copies' (4 blocks against 8: run 116), with a ``freed`` barrier a slot; elsewhere a
+stage's decode slot is its copy slot:
 
 - a loader (four warps): per 128-K block, by cp.async, A's tile (the group's BT token rows)
   and their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
@@ -68,7 +70,7 @@ except ImportError:  # Triton without Gluon: the Triton kernels serve every call
 from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
 BW = 64        # weight rows per tile (the MMA's M)
-# (128-K blocks per stage, stages, split) by token tile. Every partition waits, fences, syncs
+# (128-K blocks per stage, stages, decode stages, split) by token tile. Every partition waits, fences, syncs
 # and arrives once per stage, and that synchronisation lies on each block's path (runs 71-75):
 # two blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76), four gained at most 0.3
 # more at 16 tokens and lost at 64 (run 77). Shared memory holds 12, 10 and 8 blocks (189, 179
@@ -76,11 +78,15 @@ BW = 64        # weight rows per tile (the MMA's M)
 # the compiler's barrier analysis sees no hazard between the two blocks' stores and the
 # decoder syncs once a stage instead of twice: 0.2-0.5 us less at 32 and 64 tokens, but 0.1-0.3
 # slower at 16 in every run, for a reason not found (runs 80-82). 128 tokens (run 103): 16 KB
-# of A a block, so three stages (183 KB).
-PLAN = {16: (2, 6, False), 32: (2, 5, True), 64: (2, 4, True), 128: (2, 3, True)}
+# of A a block, so three stages (183 KB) until run 116 gave the decoded tiles a ring of their
+# own there: four stages of copies, two of decoded tiles (210 KB), 0.4-1.2 us less on the
+# buckets the heuristic gives 128-token tiles. Below 128 tokens the same took 0.3-0.4 us more
+# (the decoder's wait on a `freed` barrier a stage) and deeper rings of copies up to 0.8 more
+# (a CTA's first blocks land later when all its blocks go out at once: runs 114-115).
+PLAN = {16: (2, 6, 6, False), 32: (2, 5, 5, True), 64: (2, 4, 4, True), 128: (2, 4, 2, True)}
 SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68), at most the ring
 assert all(SPEC % sub == 0 and min(SPEC, sub * stages) % sub == 0 and sub in (1, 2) and (sub == 2 or not split)
-           for sub, stages, split in PLAN.values()), \
+           and dstages <= stages for sub, stages, dstages, split in PLAN.values()), \
     "the speculated blocks must fill whole stages and fit the ring without waiting on a release; " \
     "a stage holds one or two blocks (the decoder reads both before decoding); split needs two"
 # Two threads per weight row (8 decoder warps, four per row, were slower: run 78). Four loader
@@ -202,14 +208,27 @@ if HAVE_GLUON:
         return gl.where(gl.program_id(0) < G * NT, gl.minimum(KS, min(_SPEC, SUB * STAGES) // SUB), 0)
 
     @gluon.jit
-    def _hand_on(waited, arrived, it, n, STAGES: gl.constexpr):
-        """Stages it .. it + n - 1 passed on untouched: wait for each one's phase of `waited`,
-        then arrive on `arrived`, so that no partition skips a phase (a wait for a phase after
-        one not yet completed would return at once: the parity aliases, run 68). Returns the
-        ring position after them."""
+    def _hand_on_decoded(loaded, decoded, freed, it, n, STAGES: gl.constexpr, DSTAGES: gl.constexpr):
+        """The decoder's side of stages it .. it + n - 1 passed on untouched: wait for each
+        one's phase of loaded and of freed (its decode slot), then arrive on decoded, so that
+        no partition skips a phase (a wait for a phase after one not yet completed would return
+        at once: the parity aliases, run 68). Returns the ring position after them."""
         for i in range(n):
-            mbarrier.wait(waited.index(it % STAGES), (it // STAGES) & 1)
-            mbarrier.arrive(arrived.index(it % STAGES), count=1)
+            mbarrier.wait(loaded.index(it % STAGES), (it // STAGES) & 1)
+            if DSTAGES != STAGES:
+                mbarrier.wait(freed.index(it % DSTAGES), ((it // DSTAGES) & 1) ^ 1)
+            mbarrier.arrive(decoded.index(it % DSTAGES), count=1)
+            it += 1
+        return it
+
+    @gluon.jit
+    def _hand_on_consumed(decoded, empty, freed, it, n, STAGES: gl.constexpr, DSTAGES: gl.constexpr):
+        """The consumer's side of the same: wait for decoded, then release both slots."""
+        for i in range(n):
+            mbarrier.wait(decoded.index(it % DSTAGES), (it // DSTAGES) & 1)
+            mbarrier.arrive(empty.index(it % STAGES), count=1)
+            if DSTAGES != STAGES:
+                mbarrier.arrive(freed.index(it % DSTAGES), count=1)
             it += 1
         return it
 
@@ -375,9 +394,13 @@ if HAVE_GLUON:
         return ok
 
     @gluon.jit
-    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr, MAX_M,
-                 K, NT, G, STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
-                 G_P2: gl.constexpr):
+    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, freed, mm_ptr,
+                 MAX_M, K, NT, G, STAGES: gl.constexpr, DSTAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr,
+                 SPLIT: gl.constexpr, G_P2: gl.constexpr):
+        """Decodes ring stage it % STAGES into decode slot it % DSTAGES; where the decode ring is
+        the shallower, the slot is first waited for on `freed` (the consumer's release); where
+        the two are alike the slot's reuse is already ordered by the loader's wait on `empty`,
+        and `freed` is neither set up nor used."""
         BW: gl.constexpr = bw_bufs.type.shape[1]
         DW: gl.constexpr = _DW
         # DW / 2 threads per weight row (one lane of each of DW / 2 warps): each a share of its
@@ -392,12 +415,16 @@ if HAVE_GLUON:
         it = gl.to_tensor(0)
         if not _first_tile_guessed(NT, G, gi, rows):
             # The loader's guessed stages: passed on undecoded.
-            it = _hand_on(loaded, decoded, it, _speculated(G, NT, KS, SUB, STAGES), STAGES)
+            it = _hand_on_decoded(loaded, decoded, freed, it, _speculated(G, NT, KS, SUB, STAGES), STAGES, DSTAGES)
         for t in range(gl.program_id(0), _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
             has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT)
             for ks in range(gl.where(has_tile, KS, 0)):
                 s = it % STAGES
+                d = it % DSTAGES
                 mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
+                if DSTAGES != STAGES:  # see the docstring
+                    # A fresh barrier counts as having completed the phase before 0.
+                    mbarrier.wait(freed.index(d), ((it // DSTAGES) & 1) ^ 1)
                 # Both blocks' words and scales are read before the first block's tile is
                 # written: ptxas keeps shared loads behind earlier shared stores, so that read
                 # in turn the second block's loads and fold waited for the first's stores.
@@ -406,20 +433,20 @@ if HAVE_GLUON:
                 if SUB == 2:
                     w1 = bw_bufs.index(SUB * s + 1).load(rowl)
                     sb1 = bs_bufs.index(SUB * s + 1).load(rowl).to(gl.int32, bitcast=True)
-                ok = _decode_block(w0, sb0, _block_buf(qw_bufs, qw1_bufs, s, 0, SUB, SPLIT),
-                                   _block_buf(ref_bufs, ref1_bufs, s, 0, SUB, SPLIT), col16, col4)
+                ok = _decode_block(w0, sb0, _block_buf(qw_bufs, qw1_bufs, d, 0, SUB, SPLIT),
+                                   _block_buf(ref_bufs, ref1_bufs, d, 0, SUB, SPLIT), col16, col4)
                 if SUB == 2:
-                    ok = ok & _decode_block(w1, sb1, _block_buf(qw_bufs, qw1_bufs, s, 1, SUB, SPLIT),
-                                            _block_buf(ref_bufs, ref1_bufs, s, 1, SUB, SPLIT), col16, col4)
+                    ok = ok & _decode_block(w1, sb1, _block_buf(qw_bufs, qw1_bufs, d, 1, SUB, SPLIT),
+                                            _block_buf(ref_bufs, ref1_bufs, d, 1, SUB, SPLIT), col16, col4)
                 # The stage's flags, one per 32 weight rows (a warp's rows): some row of some
                 # block did not fold. Reduced within each warp only, no barrier (a reduction
                 # across the warps through shared memory cost two a stage: run 79).
                 bad = gl.max(gl.reshape(gl.where(ok, 0, 1), [BW // 32, 32]), axis=1)
-                flag_bufs.index(s).store(bad)
+                flag_bufs.index(d).store(bad)
                 # The consumer's wgmma reads the tiles through the async proxy.
                 fence_async_shared()
                 _partition_sync()
-                mbarrier.arrive(decoded.index(s), count=1)
+                mbarrier.arrive(decoded.index(d), count=1)
                 it += 1
 
     @gluon.jit
@@ -430,19 +457,19 @@ if HAVE_GLUON:
         return acc + t_mma * (ref[:, None] * a_s[None, :])
 
     @gluon.jit
-    def _promote_32(acc, t_mma, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, p: gl.constexpr, SUB: gl.constexpr,
+    def _promote_32(acc, t_mma, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, p: gl.constexpr, SUB: gl.constexpr,
                     SPLIT: gl.constexpr, mma: gl.constexpr):
-        """acc + the wgmma result of ring stage s's 32-group p (block p // 4, its group p % 4)
-        times (its multiplier x token a_scale), in fp32: the row multiplier where the row
-        folds, its own per-32 scale where it does not. The scale column is read from shared
-        memory straight into the accumulator's row layout, as a [BW, 1] tensor in that layout
-        (no layout conversion through shared memory and its barrier, as a [BW, 4] load in a
-        blocked layout took)."""
+        """acc + the wgmma result of 32-group p of ring stage s (decode slot d; block p // 4,
+        its group p % 4) times (its multiplier x token a_scale), in fp32: the row multiplier
+        where the row folds, its own per-32 scale where it does not. The scale column is read
+        from shared memory straight into the accumulator's row layout, as a [BW, 1] tensor in
+        that layout (no layout conversion through shared memory and its barrier, as a [BW, 4]
+        load in a blocked layout took)."""
         b = SUB * s + p // 4
         # The narrowest wgmma layout of the same rows: its row vectors are the accumulator's.
         col: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=mma.warps_per_cta,
                                                       instr_shape=[16, 8, 32])
-        ref = _block_buf(ref_bufs, ref1_bufs, s, p // 4, SUB, SPLIT).load(gl.SliceLayout(1, mma))
+        ref = _block_buf(ref_bufs, ref1_bufs, d, p // 4, SUB, SPLIT).load(gl.SliceLayout(1, mma))
         s_j = gl.convert_layout(gl.sum(bs_bufs.index(b).slice(p % 4, 1, dim=1).load(col), axis=1),
                                 gl.SliceLayout(1, mma))
         a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
@@ -450,8 +477,8 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _consumer(a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty,
-                  mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr,
-                  SPLIT: gl.constexpr, G_P2: gl.constexpr):
+                  freed, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES: gl.constexpr, DSTAGES: gl.constexpr,
+                  SUB: gl.constexpr, SPLIT: gl.constexpr, G_P2: gl.constexpr):
         BW: gl.constexpr = q_bufs.type.shape[1]
         BT: gl.constexpr = a_bufs.type.shape[1]
         KS = K // (128 * SUB)
@@ -461,7 +488,7 @@ if HAVE_GLUON:
         it = gl.to_tensor(0)
         if not _first_tile_guessed(NT, G, gi, g_rows):
             # The loader's guessed stages: handed back unused.
-            it = _hand_on(decoded, empty, it, _speculated(G, NT, KS, SUB, STAGES), STAGES)
+            it = _hand_on_consumed(decoded, empty, freed, it, _speculated(G, NT, KS, SUB, STAGES), STAGES, DSTAGES)
         for t in range(gl.program_id(0), _positions(NT, G, gi, g_rows, BT), gl.num_programs(0)):
             has_tile, g, mt, nt, rows = _tile(t, NT, G, gi, g_rows, BT)
             offs_w = nt * BW + gl.arange(0, BW, layout=gl.SliceLayout(1, mma))
@@ -470,29 +497,29 @@ if HAVE_GLUON:
             t_mma = gl.zeros([BW, BT], gl.float32, mma)
             for ks in range(gl.where(has_tile, KS, 0)):
                 s = it % STAGES
-                phase = (it // STAGES) & 1
-                mbarrier.wait(loaded.index(s), phase)
-                mbarrier.wait(decoded.index(s), phase)
+                d = it % DSTAGES
+                mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
+                mbarrier.wait(decoded.index(d), (it // DSTAGES) & 1)
                 # A landed through cp.async (the generic proxy); wgmma reads it through the
                 # async proxy.
                 fence_async_shared()
-                if gl.max(flag_bufs.index(s).load(flagl), axis=0) == 0:  # every row folds
+                if gl.max(flag_bufs.index(d).load(flagl), axis=0) == 0:  # every row folds
                     # One K = 128 wgmma per block, each promoted as soon as it is done while
                     # the next one runs (at 128 tokens too: up to 2.7 us faster than promoting
                     # each block once its own wgmma is done, run 103).
-                    t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, 0, SUB, SPLIT),
+                    t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, 0, SUB, SPLIT),
                                            a_bufs.index(SUB * s).permute((1, 0)), t_mma, use_acc=False,
                                            is_async=True)
                     for h in gl.static_range(1, SUB):
-                        t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, h, SUB, SPLIT),
+                        t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, h, SUB, SPLIT),
                                                a_bufs.index(SUB * s + h).permute((1, 0)), t_mma, use_acc=False,
                                                is_async=True)
                         t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
-                        acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, h - 1, SUB, SPLIT),
+                        acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, d, h - 1, SUB, SPLIT),
                                        as_bufs.index(SUB * s + h - 1), mma)
                         t_prev = t_next
                     t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
-                    acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, s, SUB - 1, SUB, SPLIT),
+                    acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, d, SUB - 1, SUB, SPLIT),
                                    as_bufs.index(SUB * s + SUB - 1), mma)
                 else:
                     # Rows that do not fold hold raw codes: their 32-groups one K = 32 wgmma at
@@ -504,29 +531,32 @@ if HAVE_GLUON:
                     # a fresh result each, 28 bytes of the tile's set-up spilled and 128-token
                     # calls took up to 1.3 us longer, run 111).
                     IN_FLIGHT: gl.constexpr = 1 if BT <= 64 else 0
-                    t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, 0, SUB, SPLIT).slice(0, 32, dim=1),
+                    t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, 0, SUB, SPLIT).slice(0, 32, dim=1),
                                            a_bufs.index(SUB * s).slice(0, 32, dim=1).permute((1, 0)), t_mma,
                                            use_acc=False, is_async=True)
                     for i in gl.static_range(1, 4 * SUB):
                         donor = t_mma  # gives the result's shape and layout (use_acc=False: not read)
                         if IN_FLIGHT == 0:
                             t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
-                            acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, i - 1, SUB, SPLIT,
-                                              mma)
+                            acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, i - 1, SUB,
+                                              SPLIT, mma)
                             donor = t_prev
-                        t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, s, i // 4, SUB, SPLIT).slice(
+                        t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, i // 4, SUB, SPLIT).slice(
                                                    32 * (i % 4), 32, dim=1),
                                                a_bufs.index(SUB * s + i // 4).slice(32 * (i % 4), 32,
                                                                                      dim=1).permute((1, 0)),
                                                donor, use_acc=False, is_async=True)
                         if IN_FLIGHT == 1:
                             t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
-                            acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, i - 1, SUB, SPLIT,
-                                              mma)
+                            acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, i - 1, SUB,
+                                              SPLIT, mma)
                         t_prev = t_next
                     t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
-                    acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, 4 * SUB - 1, SUB, SPLIT, mma)
+                    acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, 4 * SUB - 1, SUB, SPLIT,
+                                      mma)
                 mbarrier.arrive(empty.index(s), count=1)
+                if DSTAGES != STAGES:
+                    mbarrier.arrive(freed.index(d), count=1)
                 it += 1
             acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
             c_cols = c_ptr + (g * MAX_M + offs_t).to(gl.int64) * N
@@ -535,10 +565,11 @@ if HAVE_GLUON:
 
     @gluon.jit
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, G,
-                        STAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr,
-                        G_P2: gl.constexpr):
+                        STAGES: gl.constexpr, DSTAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr,
+                        SPLIT: gl.constexpr, G_P2: gl.constexpr):
         """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
-        (token_tile); SUB: 128-K blocks per stage (each with buffers of its own, so every layout
+        (token_tile); STAGES, DSTAGES: stages of copies and of decoded tiles (DSTAGES <= STAGES);
+        SUB: 128-K blocks per stage (each with buffers of its own, so every layout
         is a block's); SPLIT: the second block's decoded tile and multipliers in allocations of
         their own (PLAN); G: the groups, G_P2 a power of two >= G (_groups' vectors). num_warps
         = 4 (the consumer, Gluon's default partition)."""
@@ -553,29 +584,40 @@ if HAVE_GLUON:
         # the same 128-byte swizzle).
         qw_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
         q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-        PER: gl.constexpr = STAGES if SPLIT else SUB * STAGES  # entries of the first allocations
+        PER: gl.constexpr = DSTAGES if SPLIT else SUB * DSTAGES  # entries of the first allocations
         qw_bufs = gl.allocate_shared_memory(gl.int32, [PER, BW, 32], qw_layout)
         q_bufs = _as_fp8(qw_bufs, [PER, BW, 128], q_layout)
         ref_bufs = gl.allocate_shared_memory(gl.float32, [PER, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         if SPLIT:
-            qw1_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW, 32], qw_layout)
-            q1_bufs = _as_fp8(qw1_bufs, [STAGES, BW, 128], q_layout)
-            ref1_bufs = gl.allocate_shared_memory(gl.float32, [STAGES, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+            qw1_bufs = gl.allocate_shared_memory(gl.int32, [DSTAGES, BW, 32], qw_layout)
+            q1_bufs = _as_fp8(qw1_bufs, [DSTAGES, BW, 128], q_layout)
+            ref1_bufs = gl.allocate_shared_memory(gl.float32, [DSTAGES, BW],
+                                                  gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         else:  # not read (_block_buf)
             qw1_bufs, q1_bufs, ref1_bufs = qw_bufs, q_bufs, ref_bufs
-        flag_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BW // 32], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        flag_bufs = gl.allocate_shared_memory(gl.int32, [DSTAGES, BW // 32],
+                                              gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         loaded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        decoded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        decoded = gl.allocate_shared_memory(gl.int64, [DSTAGES, 1], mbarrier.MBarrierLayout())
+        if DSTAGES != STAGES:
+            freed = gl.allocate_shared_memory(gl.int64, [DSTAGES, 1], mbarrier.MBarrierLayout())
+        else:  # not used: each decode slot is its copy slot (see _decoder)
+            freed = empty
+        # In the order of the coupled rings' set-up where they are alike (with more barriers
+        # set up first, 1-128-row buckets took 0.1-0.2 us longer, run 116).
         for i in gl.static_range(STAGES):
             mbarrier.init(loaded.index(i), count=32 * _LW)  # the loader warps' threads
-            mbarrier.init(decoded.index(i), count=1)
+            if i < DSTAGES:
+                mbarrier.init(decoded.index(i), count=1)
+                if DSTAGES != STAGES:
+                    mbarrier.init(freed.index(i), count=1)
             mbarrier.init(empty.index(i), count=1)
         gl.warp_specialize([
             (_consumer, (a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded,
-                         empty, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, SUB, SPLIT, G_P2)),
-            (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, mm_ptr,
-                        MAX_M, K, NT, G, STAGES, BT, SUB, SPLIT, G_P2)),
+                         empty, freed, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, DSTAGES, SUB, SPLIT, G_P2)),
+            (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, freed,
+                        mm_ptr, MAX_M, K, NT, G, STAGES, DSTAGES, BT, SUB, SPLIT, G_P2)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr,
                        MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
         ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
@@ -605,11 +647,11 @@ def grid_and_sizes(g, max_m, n, num_sms, most=64):
 def consts(g, max_m, k, plan=None, most=64):
     """fused_ws_kernel's constexprs and compile options; plan: PLAN's form, for experiments."""
     bt = token_tile(max_m, most)
-    sub, stages, split = (plan or PLAN)[bt]
+    sub, stages, dstages, split = (plan or PLAN)[bt]
     if (k // 128) % sub:  # one block a stage, in as many stages as blocks
-        sub, stages, split = 1, sub * stages, False
-    return dict(STAGES=stages, BT=bt, SUB=sub, SPLIT=split, G_P2=1 << max(g - 1, 0).bit_length(), num_warps=4,
-                maxnreg=MAXNREG)
+        sub, stages, dstages, split = 1, sub * stages, sub * dstages, False
+    return dict(STAGES=stages, DSTAGES=dstages, BT=bt, SUB=sub, SPLIT=split, G_P2=1 << max(g - 1, 0).bit_length(),
+                num_warps=4, maxnreg=MAXNREG)
 
 
 def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None, most=64):
