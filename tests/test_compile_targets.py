@@ -142,6 +142,11 @@ def _call_entries(grouped, grouped_b200, sparse):
     k = 3 * 128
     grouped.grouped_gemm_fp8_fp4_masked(empty(G, 64, k, dtype=fp8), empty(G, 64, k // 128),
                                         empty(G, N, k // 2, dtype=i8), empty(G, N, k // 32), masked_m, c, 22)
+    # The same on 128-token tiles, whose decoded tiles have a ring of their own, shallower than
+    # the copies' (twenty-third session).
+    c512 = empty(G, 512, N, dtype=bf16)
+    grouped.grouped_gemm_fp8_fp4_masked(empty(G, 512, k, dtype=fp8), empty(G, 512, k // 128),
+                                        empty(G, N, k // 2, dtype=i8), empty(G, N, k // 32), masked_m, c512, 80)
     b_fp8 = empty(N, K, dtype=fp8)
     for m in SPARSE_M:
         sparse.run(empty(m, K // 4, dtype=i8), empty(m, K // 4, dtype=i8), b_fp8, empty(m, N, dtype=bf16))
