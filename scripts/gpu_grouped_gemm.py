@@ -60,10 +60,12 @@ def oracle64(a, a_s, b, b_s, mm):
     return torch.where(valid[:, :, None], c, 0.0)
 
 
-def make(max_m, masked, seed=0, scales="ue8m0"):
+def make(max_m, masked, seed=0, scales="ue8m0", k=K):
+    """Inputs of G groups; k other than the definition's K for the library function's checks
+    (not with "wide30", whose scales are the harness's)."""
     gen = torch.Generator(device=dev).manual_seed(seed)
-    a, a_s = quantize_act_fp8_per128(torch.randn(G, max_m, K, device=dev, generator=gen))
-    b, b_s = quantize_weight_fp4_per32(torch.randn(G, N, K, device=dev, generator=gen) * 0.02)
+    a, a_s = quantize_act_fp8_per128(torch.randn(G, max_m, k, device=dev, generator=gen))
+    b, b_s = quantize_weight_fp4_per32(torch.randn(G, N, k, device=dev, generator=gen) * 0.02)
     if scales == "adversarial":
         b_s = b_s.clone()
         b_s[0, 5, 3] *= 2.0 ** 31
