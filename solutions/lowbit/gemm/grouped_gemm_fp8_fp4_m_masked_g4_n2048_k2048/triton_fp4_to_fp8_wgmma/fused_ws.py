@@ -1,18 +1,18 @@
 """One launch where few rows per group are expected, on Hopper: B decoded by warps of its own, beside the MMA.
 
 Written in Gluon (Triton's explicit-layout dialect), sm_90 only (thirteenth to twenty-third
-sessions, runs 55-57, 65, 68, 76-82, 90-95, 100-107 and 111-116 in docs/kernels/grouped_gemm.md). With at
-most 64 rows in a group (128 on 128-token tiles) its tokens fit one MMA N tile, so every B tile
-is decoded exactly once, as in the two-pass path's decode pass, but never written back to
-memory as e4m3; and the decode overlaps the MMA inside each SM through warp specialisation
-instead of only across CTAs. A persistent CTA per SM has three partitions, synchronised only
-through per-stage mbarriers. A stage holds SUB = 2 128-K blocks (PLAN: 12, 10, 8 or 8 blocks in
-flight), so that every partition waits, fences, syncs and arrives once per two blocks (0.8-1.2
-us less than once per block, run 76); from 32 tokens the second block's decoded tile and
-multipliers live in allocations of their own, which spares the decoder one barrier a stage
-(SPLIT, runs 80-82). At 128 tokens the decoded tiles have a ring of their own, shallower than
-the copies' (4 blocks against 8: run 116), with a ``freed`` barrier a slot; elsewhere a
-stage's decode slot is its copy slot:
+sessions, runs 55-57, 65, 68, 76-82, 90-95, 100-107 and 111-116 in
+docs/kernels/grouped_gemm.md). With at most 64 rows in a group (128 on 128-token tiles) its
+tokens fit one MMA N tile, so every B tile is decoded exactly once, as in the two-pass path's
+decode pass, but never written back to memory as e4m3; and the decode overlaps the MMA inside
+each SM through warp specialisation instead of only across CTAs. A persistent CTA per SM has
+three partitions, synchronised only through per-stage mbarriers. A stage holds SUB = 2 128-K
+blocks (PLAN: 12, 10, 8 or 8 blocks in flight), so that every partition waits, fences, syncs and
+arrives once per two blocks (0.8-1.2 us less than once per block, run 76); from 32 tokens the
+second block's decoded tile and multipliers live in allocations of their own, which spares the
+decoder one barrier a stage (SPLIT, runs 80-82). At 128 tokens the decoded tiles have a ring of
+their own, shallower than the copies' (4 blocks against 8: run 116), with a ``freed`` barrier a
+slot; elsewhere a stage's decode slot is its copy slot:
 
 - a loader (four warps): per 128-K block, by cp.async, A's tile (the group's BT token rows)
   and their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
@@ -70,19 +70,19 @@ except ImportError:  # Triton without Gluon: the Triton kernels serve every call
 from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
 BW = 64        # weight rows per tile (the MMA's M)
-# (128-K blocks per stage, stages, decode stages, split) by token tile. Every partition waits, fences, syncs
-# and arrives once per stage, and that synchronisation lies on each block's path (runs 71-75):
-# two blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76), four gained at most 0.3
-# more at 16 tokens and lost at 64 (run 77). Shared memory holds 12, 10 and 8 blocks (189, 179
-# and 177 KB). split: the stage's second block decodes into allocations of its own, so that
-# the compiler's barrier analysis sees no hazard between the two blocks' stores and the
+# (128-K blocks per stage, stages, decode stages, split) by token tile. Every partition waits,
+# fences, syncs and arrives once per stage, and that synchronisation lies on each block's path
+# (runs 71-75): two blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76), four gained
+# at most 0.3 more at 16 tokens and lost at 64 (run 77). Shared memory holds 12, 10 and 8 blocks
+# (189, 179 and 177 KB). split: the stage's second block decodes into allocations of its own, so
+# that the compiler's barrier analysis sees no hazard between the two blocks' stores and the
 # decoder syncs once a stage instead of twice: 0.2-0.5 us less at 32 and 64 tokens, but 0.1-0.3
-# slower at 16 in every run, for a reason not found (runs 80-82). 128 tokens (run 103): 16 KB
-# of A a block, so three stages (183 KB) until run 116 gave the decoded tiles a ring of their
-# own there: four stages of copies, two of decoded tiles (210 KB), 0.4-1.2 us less on the
-# buckets the heuristic gives 128-token tiles. Below 128 tokens the same took 0.3-0.4 us more
-# (the decoder's wait on a `freed` barrier a stage) and deeper rings of copies up to 0.8 more
-# (a CTA's first blocks land later when all its blocks go out at once: runs 114-115).
+# slower at 16 in every run, for a reason not found (runs 80-82). 128 tokens (run 103): 16 KB of
+# A a block, so three stages (183 KB) until run 116 gave the decoded tiles a ring of their own
+# there: four stages of copies, two of decoded tiles (210 KB), 0.4-1.2 us less on the buckets
+# the heuristic gives 128-token tiles. Below 128 tokens the same took 0.3-0.4 us more (the
+# decoder's wait on a `freed` barrier a stage) and deeper rings of copies up to 0.8 more (a
+# CTA's first blocks land later when all its blocks go out at once: runs 114-115).
 PLAN = {16: (2, 6, 6, False), 32: (2, 5, 5, True), 64: (2, 4, 4, True), 128: (2, 4, 2, True)}
 SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68), at most the ring
 assert all(SPEC % sub == 0 and min(SPEC, sub * stages) % sub == 0 and sub in (1, 2) and (sub == 2 or not split)
