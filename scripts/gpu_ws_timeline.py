@@ -8,8 +8,10 @@ or a copy with a stamp per block and partition and TIMELINE_BLOCKS = True (`fuse
 65's 4-warp decoder), kept at commit 4bc1fc2 (run 65); `fused_ws_tlb.py`, the seventeenth
 session's submitted kernel with those stamps and TIMELINE_READY (the consumer's stamp when it
 finds a block decoded, slots 80-95), on %clock64 with TIMELINE_CLOCK (run 74, commit 9df78f9;
-on %globaltimer, run 73, commit 1bcf1d1). None is in the solution folder (its
-packed JSON holds every file there); restore one with
+on %globaltimer, run 73, commit 1bcf1d1); for the submitted kernel as it is now,
+`python3 scripts/make_ws_timeline_probe.py` writes that copy (`fused_ws_tlb.py`, twenty-third
+session, run 120). None is in the solution folder (its packed JSON holds every file there):
+delete a copy after its run; restore an old one with
   git show 4bc1fc2:solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/\
 triton_fp4_to_fp8_wgmma/fused_ws_tlb8.py > <that folder>/fused_ws_tlb8.py
 
