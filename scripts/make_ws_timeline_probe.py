@@ -80,12 +80,12 @@ REPLACEMENTS = [
                  MAX_M, K, NT, G, tl_ptr, STAGES: gl.constexpr, DSTAGES: gl.constexpr, BT: gl.constexpr,
                  SUB: gl.constexpr, SPLIT: gl.constexpr, G_P2: gl.constexpr):"""),
     ("""\
-                mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
-                if DSTAGES != STAGES:  # see the docstring""",
+                _decoder_acquire(loaded, freed, it, STAGES, DSTAGES)
+""",
      """\
-                mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
+                _decoder_acquire(loaded, freed, it, STAGES, DSTAGES)
                 _stamp_blocks(tl_ptr, 16, it, SUB, DW)
-                if DSTAGES != STAGES:  # see the docstring"""),
+"""),
     ("""\
                 mbarrier.arrive(decoded.index(d), count=1)
                 it += 1""",
@@ -111,14 +111,10 @@ REPLACEMENTS = [
                 _stamp_blocks(tl_ptr, 80, it, SUB, 4)
 """),
     ("""\
-                mbarrier.arrive(empty.index(s), count=1)
-                if DSTAGES != STAGES:
-                    mbarrier.arrive(freed.index(d), count=1)
+                _consumer_release(empty, freed, it, STAGES, DSTAGES)
                 it += 1""",
      """\
-                mbarrier.arrive(empty.index(s), count=1)
-                if DSTAGES != STAGES:
-                    mbarrier.arrive(freed.index(d), count=1)
+                _consumer_release(empty, freed, it, STAGES, DSTAGES)
                 _stamp_blocks(tl_ptr, 48, it, SUB, 4)
                 it += 1"""),
     ("""\

@@ -208,15 +208,32 @@ if HAVE_GLUON:
         return gl.where(gl.program_id(0) < G * NT, gl.minimum(KS, min(_SPEC, SUB * STAGES) // SUB), 0)
 
     @gluon.jit
+    def _decoder_acquire(loaded, freed, it, STAGES: gl.constexpr, DSTAGES: gl.constexpr):
+        """The decoder's wait before ring position it: its copies landed (loaded) and, where
+        the decode ring is the shallower, its decode slot released by the consumer (freed; a
+        fresh barrier counts as having completed the phase before 0). Where the rings are
+        alike the slot's reuse is already ordered by the loader's wait on `empty`, and `freed`
+        is neither set up nor used."""
+        mbarrier.wait(loaded.index(it % STAGES), (it // STAGES) & 1)
+        if DSTAGES != STAGES:
+            mbarrier.wait(freed.index(it % DSTAGES), ((it // DSTAGES) & 1) ^ 1)
+
+    @gluon.jit
+    def _consumer_release(empty, freed, it, STAGES: gl.constexpr, DSTAGES: gl.constexpr):
+        """The consumer's release of ring position it: its copy slot, and its decode slot where
+        that has a barrier of its own (_decoder_acquire)."""
+        mbarrier.arrive(empty.index(it % STAGES), count=1)
+        if DSTAGES != STAGES:
+            mbarrier.arrive(freed.index(it % DSTAGES), count=1)
+
+    @gluon.jit
     def _hand_on_decoded(loaded, decoded, freed, it, n, STAGES: gl.constexpr, DSTAGES: gl.constexpr):
-        """The decoder's side of stages it .. it + n - 1 passed on untouched: wait for each
-        one's phase of loaded and of freed (its decode slot), then arrive on decoded, so that
-        no partition skips a phase (a wait for a phase after one not yet completed would return
-        at once: the parity aliases, run 68). Returns the ring position after them."""
+        """The decoder's side of stages it .. it + n - 1 passed on untouched: acquire each, then
+        arrive on decoded, so that no partition skips a phase (a wait for a phase after one not
+        yet completed would return at once: the parity aliases, run 68). Returns the ring
+        position after them."""
         for i in range(n):
-            mbarrier.wait(loaded.index(it % STAGES), (it // STAGES) & 1)
-            if DSTAGES != STAGES:
-                mbarrier.wait(freed.index(it % DSTAGES), ((it // DSTAGES) & 1) ^ 1)
+            _decoder_acquire(loaded, freed, it, STAGES, DSTAGES)
             mbarrier.arrive(decoded.index(it % DSTAGES), count=1)
             it += 1
         return it
@@ -226,9 +243,7 @@ if HAVE_GLUON:
         """The consumer's side of the same: wait for decoded, then release both slots."""
         for i in range(n):
             mbarrier.wait(decoded.index(it % DSTAGES), (it // DSTAGES) & 1)
-            mbarrier.arrive(empty.index(it % STAGES), count=1)
-            if DSTAGES != STAGES:
-                mbarrier.arrive(freed.index(it % DSTAGES), count=1)
+            _consumer_release(empty, freed, it, STAGES, DSTAGES)
             it += 1
         return it
 
@@ -397,10 +412,7 @@ if HAVE_GLUON:
     def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, freed, mm_ptr,
                  MAX_M, K, NT, G, STAGES: gl.constexpr, DSTAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr,
                  SPLIT: gl.constexpr, G_P2: gl.constexpr):
-        """Decodes ring stage it % STAGES into decode slot it % DSTAGES; where the decode ring is
-        the shallower, the slot is first waited for on `freed` (the consumer's release); where
-        the two are alike the slot's reuse is already ordered by the loader's wait on `empty`,
-        and `freed` is neither set up nor used."""
+        """Decodes ring stage it % STAGES into decode slot it % DSTAGES (_decoder_acquire)."""
         BW: gl.constexpr = bw_bufs.type.shape[1]
         DW: gl.constexpr = _DW
         # DW / 2 threads per weight row (one lane of each of DW / 2 warps): each a share of its
@@ -421,10 +433,7 @@ if HAVE_GLUON:
             for ks in range(gl.where(has_tile, KS, 0)):
                 s = it % STAGES
                 d = it % DSTAGES
-                mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
-                if DSTAGES != STAGES:  # see the docstring
-                    # A fresh barrier counts as having completed the phase before 0.
-                    mbarrier.wait(freed.index(d), ((it // DSTAGES) & 1) ^ 1)
+                _decoder_acquire(loaded, freed, it, STAGES, DSTAGES)
                 # Both blocks' words and scales are read before the first block's tile is
                 # written: ptxas keeps shared loads behind earlier shared stores, so that read
                 # in turn the second block's loads and fold waited for the first's stores.
@@ -474,6 +483,15 @@ if HAVE_GLUON:
                                 gl.SliceLayout(1, mma))
         a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
         return acc + t_mma * (gl.where(ref >= 0.0, ref, s_j)[:, None] * a_s[None, :])
+
+    @gluon.jit
+    def _wgmma_32(q_bufs, q1_bufs, a_bufs, s, d, p: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr, donor):
+        """The K = 32 wgmma of 32-group p of ring stage s (decode slot d; block p // 4, its group
+        p % 4), issued async; donor gives the result's shape and layout (use_acc=False: its
+        values are not read)."""
+        return warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, p // 4, SUB, SPLIT).slice(32 * (p % 4), 32, dim=1),
+                             a_bufs.index(SUB * s + p // 4).slice(32 * (p % 4), 32, dim=1).permute((1, 0)), donor,
+                             use_acc=False, is_async=True)
 
     @gluon.jit
     def _consumer(a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty,
@@ -531,21 +549,15 @@ if HAVE_GLUON:
                     # a fresh result each, 28 bytes of the tile's set-up spilled and 128-token
                     # calls took up to 1.3 us longer, run 111).
                     IN_FLIGHT: gl.constexpr = 1 if BT <= 64 else 0
-                    t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, 0, SUB, SPLIT).slice(0, 32, dim=1),
-                                           a_bufs.index(SUB * s).slice(0, 32, dim=1).permute((1, 0)), t_mma,
-                                           use_acc=False, is_async=True)
+                    t_prev = _wgmma_32(q_bufs, q1_bufs, a_bufs, s, d, 0, SUB, SPLIT, t_mma)
                     for i in gl.static_range(1, 4 * SUB):
-                        donor = t_mma  # gives the result's shape and layout (use_acc=False: not read)
+                        donor = t_mma
                         if IN_FLIGHT == 0:
                             t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
                             acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, i - 1, SUB,
                                               SPLIT, mma)
                             donor = t_prev
-                        t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, i // 4, SUB, SPLIT).slice(
-                                                   32 * (i % 4), 32, dim=1),
-                                               a_bufs.index(SUB * s + i // 4).slice(32 * (i % 4), 32,
-                                                                                     dim=1).permute((1, 0)),
-                                               donor, use_acc=False, is_async=True)
+                        t_next = _wgmma_32(q_bufs, q1_bufs, a_bufs, s, d, i, SUB, SPLIT, donor)
                         if IN_FLIGHT == 1:
                             t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
                             acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, i - 1, SUB,
@@ -554,9 +566,7 @@ if HAVE_GLUON:
                     t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
                     acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, 4 * SUB - 1, SUB, SPLIT,
                                       mma)
-                mbarrier.arrive(empty.index(s), count=1)
-                if DSTAGES != STAGES:
-                    mbarrier.arrive(freed.index(d), count=1)
+                _consumer_release(empty, freed, it, STAGES, DSTAGES)
                 it += 1
             acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
             c_cols = c_ptr + (g * MAX_M + offs_t).to(gl.int64) * N
@@ -602,7 +612,7 @@ if HAVE_GLUON:
         decoded = gl.allocate_shared_memory(gl.int64, [DSTAGES, 1], mbarrier.MBarrierLayout())
         if DSTAGES != STAGES:
             freed = gl.allocate_shared_memory(gl.int64, [DSTAGES, 1], mbarrier.MBarrierLayout())
-        else:  # not used: each decode slot is its copy slot (see _decoder)
+        else:  # not used: each decode slot is its copy slot (see _decoder_acquire)
             freed = empty
         # In the order of the coupled rings' set-up where they are alike (with more barriers
         # set up first, 1-128-row buckets took 0.1-0.2 us longer, run 116).
