@@ -166,6 +166,20 @@ def launches(max_m):
             for most in MOSTS if most == 64 or max_m > 64 for kname, mod in KERNELS.items()]
 
 
+def check_one(what, max_m, want, launch):
+    """launch(c) into a NaN-poisoned c, then c against the oracle's want; prints the outcome and
+    returns 1 where it fails, 0 where it passes."""
+    c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)
+    launch(c)
+    torch.cuda.synchronize()
+    try:
+        check_accuracy(c.cpu(), want, what=what)
+    except AssertionError as exc:
+        print(f"check {what}: FAIL {str(exc)[:400]}", flush=True)
+        return 1
+    print(f"check {what}: ok", flush=True)
+    return 0
+
 
 def host_times():
     """Host time: enqueue of each kernel's direct launch (Triton's launcher, any TMA
@@ -207,31 +221,16 @@ def main():
         mm = torch.tensor(masked, dtype=mm_dtype[0], device=mm.device) if mm_dtype else mm
         want = gg.oracle64(a, a_s, b, b_s, mm).cpu()
         for kname, fn in launches(max_m):
-            c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)
-            fn(a, a_s, b, b_s, mm, None, c)
-            torch.cuda.synchronize()
-            try:
-                check_accuracy(c.cpu(), want, what=f"{kname}/{sc}/{max_m}/{masked}")
-                print(f"check {kname} max_m={max_m} masked={masked} {sc}: ok", flush=True)
-            except AssertionError as exc:
-                bad += 1
-                print(f"check {kname} max_m={max_m} masked={masked} {sc}: FAIL {str(exc)[:400]}", flush=True)
+            bad += check_one(f"{kname} max_m={max_m} masked={masked} {sc}", max_m, want,
+                             lambda c, fn=fn: fn(a, a_s, b, b_s, mm, None, c))
     if "--odd-k" in sys.argv:
         for i, (max_m, masked, sc, k, most) in enumerate(ODD_K_CHECKS):
             a, a_s, b, b_s, mm = gg.make(max_m, [max(min(x, max_m), -1) for x in masked], seed=80 + i, scales=sc, k=k)
             mm = torch.tensor(masked, dtype=torch.int32, device=gg.dev)
             want = gg.oracle64(a, a_s, b, b_s, mm).cpu()
             for kname, mod in KERNELS.items():
-                c = torch.full((gg.G, max_m, gg.N), float("nan"), dtype=torch.bfloat16, device=gg.dev)
-                mod.launch(a, a_s, b, b_s, mm, c, SMS, most=most)
-                torch.cuda.synchronize()
-                what = f"{kname}/{most} max_m={max_m} masked={masked} {sc} k={k}"
-                try:
-                    check_accuracy(c.cpu(), want, what=what)
-                    print(f"check {what}: ok", flush=True)
-                except AssertionError as exc:
-                    bad += 1
-                    print(f"check {what}: FAIL {str(exc)[:400]}", flush=True)
+                bad += check_one(f"{kname}/{most} max_m={max_m} masked={masked} {sc} k={k}", max_m, want,
+                                 lambda c, mod=mod: mod.launch(a, a_s, b, b_s, mm, c, SMS, most=most))
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)  # re-armed for the timings
     rows = []
     timed = MID_WORKLOADS if MID else WORKLOADS
