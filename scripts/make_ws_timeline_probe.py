@@ -74,16 +74,16 @@ REPLACEMENTS = [
                 _stamp_blocks(tl_ptr, 0, it, SUB, _LW)
                 it += 1"""),
     ("""\
-                 MAX_M, K, NT, G, STAGES: gl.constexpr, DSTAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr,
-                 SPLIT: gl.constexpr, G_P2: gl.constexpr):""",
+    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, freed, mm_ptr, MAX_M, K, NT, G,
+                 STAGES: gl.constexpr,""",
      """\
-                 MAX_M, K, NT, G, tl_ptr, STAGES: gl.constexpr, DSTAGES: gl.constexpr, BT: gl.constexpr,
-                 SUB: gl.constexpr, SPLIT: gl.constexpr, G_P2: gl.constexpr):"""),
+    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, freed, mm_ptr, MAX_M, K, NT, G,
+                 tl_ptr, STAGES: gl.constexpr,"""),
     ("""\
-                _decoder_acquire(loaded, freed, it, STAGES, DSTAGES)
+                _decoder_acquire(loaded, freed, s, d, it, STAGES, DSTAGES)
 """,
      """\
-                _decoder_acquire(loaded, freed, it, STAGES, DSTAGES)
+                _decoder_acquire(loaded, freed, s, d, it, STAGES, DSTAGES)
                 _stamp_blocks(tl_ptr, 16, it, SUB, DW)
 """),
     ("""\
@@ -94,12 +94,14 @@ REPLACEMENTS = [
                 _stamp_blocks(tl_ptr, 32, it, SUB, DW)
                 it += 1"""),
     ("""\
-                  freed, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES: gl.constexpr, DSTAGES: gl.constexpr,
-                  SUB: gl.constexpr, SPLIT: gl.constexpr, G_P2: gl.constexpr):
+    def _consumer(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, freed, mm_ptr, c_ptr,
+                  MAX_M, N, K, NT, G, STAGES: gl.constexpr, DSTAGES: gl.constexpr, SUB: gl.constexpr,
+                  G_P2: gl.constexpr):
 """,
      """\
-                  freed, mm_ptr, c_ptr, MAX_M, N, K, NT, G, tl_ptr, STAGES: gl.constexpr, DSTAGES: gl.constexpr,
-                  SUB: gl.constexpr, SPLIT: gl.constexpr, G_P2: gl.constexpr):
+    def _consumer(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, freed, mm_ptr, c_ptr,
+                  MAX_M, N, K, NT, G, tl_ptr, STAGES: gl.constexpr, DSTAGES: gl.constexpr, SUB: gl.constexpr,
+                  G_P2: gl.constexpr):
         _stamp(tl_ptr, 66, 4)
         _stamp(tl_ptr, 96, 4, True)
 """),
@@ -133,13 +135,13 @@ REPLACEMENTS = [
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, G, tl_ptr,
 """),
     ("""\
-                         empty, freed, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, DSTAGES, SUB, SPLIT, G_P2)),""",
+                         mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, DSTAGES, SUB, G_P2)),""",
      """\
-                         empty, freed, mm_ptr, c_ptr, MAX_M, N, K, NT, G, tl_ptr, STAGES, DSTAGES, SUB, SPLIT, G_P2)),"""),
+                         mm_ptr, c_ptr, MAX_M, N, K, NT, G, tl_ptr, STAGES, DSTAGES, SUB, G_P2)),"""),
     ("""\
-                        mm_ptr, MAX_M, K, NT, G, STAGES, DSTAGES, BT, SUB, SPLIT, G_P2)),""",
+                        G, STAGES, DSTAGES, BT, SUB, G_P2)),""",
      """\
-                        mm_ptr, MAX_M, K, NT, G, tl_ptr, STAGES, DSTAGES, BT, SUB, SPLIT, G_P2)),"""),
+                        G, tl_ptr, STAGES, DSTAGES, BT, SUB, G_P2)),"""),
     ("""\
                        MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),""",
      """\

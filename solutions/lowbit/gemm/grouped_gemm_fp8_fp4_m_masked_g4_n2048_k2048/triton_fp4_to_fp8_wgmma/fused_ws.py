@@ -8,11 +8,9 @@ decode pass, but never written back to memory as e4m3; and the decode overlaps t
 each SM through warp specialisation instead of only across CTAs. A persistent CTA per SM has
 three partitions, synchronised only through per-stage mbarriers. A stage holds SUB = 2 128-K
 blocks (PLAN: 12, 10, 8 or 8 blocks in flight), so that every partition waits, fences, syncs and
-arrives once per two blocks (0.8-1.2 us less than once per block, run 76); from 32 tokens the
-second block's decoded tile and multipliers live in allocations of their own, which spares the
-decoder one barrier a stage (SPLIT, runs 80-82). At 128 tokens the decoded tiles have a ring of
-their own, shallower than the copies' (4 blocks against 8: run 116), with a ``freed`` barrier a
-slot; elsewhere a stage's decode slot is its copy slot:
+arrives once per two blocks (0.8-1.2 us less than once per block, run 76). At 128 tokens the
+decoded tiles have a ring of their own, shallower than the copies' (4 blocks against 8: run
+116), with a ``freed`` barrier a slot; elsewhere a stage's decode slot is its copy slot:
 
 - a loader (four warps): per 128-K block, by cp.async, A's tile (the group's BT token rows)
   and their a_scale, the packed FP4 words of 64 weight rows and their b_scale (barrier
@@ -21,13 +19,15 @@ slot; elsewhere a stage's decode slot is its copy slot:
   per ~0.5-0.8 us, run 65, and two held 128-token blocks back by 0.9-2.5 us a call, run 105);
   once its tiles' copies are out, it zero-fills the rows of c that no tile stores
   (_zero_fill);
-- a decoder (four warps, two threads per weight row, 8 words each; a stage's two blocks read
-  from shared memory before either is decoded, run 111): folds the row's four
-  per-32 scales of the block (kernel._fold_scales_2d's test), decodes its words with kernel's
-  prmt lookup into the block's swizzled e4m3 tile and writes the row's multiplier (-1 where
-  the block does not fold: raw codes then), then the stage's flags, one per 32 rows
-  (``decoded[s]``); with one thread per row (two warps) it took ~0.4-0.5 us a block, which
-  bound the pipeline (run 65), and 8 warps were slower again (run 78);
+- a decoder (four warps; a stage's two blocks seen as one tile of 128 rows, one thread a row
+  and its 16 words, run 122): folds the row's four per-32 scales of the block
+  (kernel._fold_scales_2d's test), decodes its words with kernel's prmt lookup into the
+  block's swizzled e4m3 tile and writes the row's multiplier (-1 where the block does not
+  fold: raw codes then), then the stage's flags, one per 32 rows (``decoded[s]``); it paces
+  the small buckets through its chain of ~230 dependent instructions a stage (runs 120-123:
+  with one thread per row of one block, two warps, ~0.4-0.5 us a block, run 65; 8 warps
+  slower, run 78; two decoder partitions no faster, run 113; each row's fold made once instead
+  of twice, 0.2-0.5 us less, run 122);
 - a consumer warpgroup: acc[64 weight rows, BT tokens] += wgmma(Bdec, A^T) * (ref x a_scale),
   one K = 128 wgmma per block, each promoted in fp32 while the next one runs; a stage with a
   row that does not fold takes four K = 32 wgmmas per block instead, each times that row's own
@@ -70,28 +70,26 @@ except ImportError:  # Triton without Gluon: the Triton kernels serve every call
 from .kernel import _PRMT_WORD_ASM_TEXT, FOLD_SPREAD
 
 BW = 64        # weight rows per tile (the MMA's M)
-# (128-K blocks per stage, stages, decode stages, split) by token tile. Every partition waits,
-# fences, syncs and arrives once per stage, and that synchronisation lies on each block's path
-# (runs 71-75): two blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76), four gained
-# at most 0.3 more at 16 tokens and lost at 64 (run 77). Shared memory holds 12, 10 and 8 blocks
-# (189, 179 and 177 KB). split: the stage's second block decodes into allocations of its own, so
-# that the compiler's barrier analysis sees no hazard between the two blocks' stores and the
-# decoder syncs once a stage instead of twice: 0.2-0.5 us less at 32 and 64 tokens, but 0.1-0.3
-# slower at 16 in every run, for a reason not found (runs 80-82). 128 tokens (run 103): 16 KB of
-# A a block, so three stages (183 KB) until run 116 gave the decoded tiles a ring of their own
-# there: four stages of copies, two of decoded tiles (210 KB), 0.4-1.2 us less on the buckets
-# the heuristic gives 128-token tiles. Below 128 tokens the same took 0.3-0.4 us more (the
-# decoder's wait on a `freed` barrier a stage) and deeper rings of copies up to 0.8 more (a
-# CTA's first blocks land later when all its blocks go out at once: runs 114-115).
-PLAN = {16: (2, 6, 6, False), 32: (2, 5, 5, True), 64: (2, 4, 4, True), 128: (2, 4, 2, True)}
+# (128-K blocks per stage, stages, decode stages) by token tile. Every partition waits, fences,
+# syncs and arrives once per stage, and that synchronisation lies on each block's path (runs
+# 71-75): two blocks a stage took 0.8-1.2 us off 8-128-row buckets (run 76), four gained at most
+# 0.3 more at 16 tokens and lost at 64 (run 77). Shared memory holds 12, 10 and 8 blocks (189,
+# 179 and 177 KB). 128 tokens (run 103): 16 KB of A a block, so three stages (183 KB) until run
+# 116 gave the decoded tiles a ring of their own there: four stages of copies, two of decoded
+# tiles (210 KB), 0.4-1.2 us less on the buckets the heuristic gives 128-token tiles. Below 128
+# tokens the same took 0.3-0.4 us more (the decoder's wait on a `freed` barrier a stage) and
+# deeper rings of copies up to 0.8 more (a CTA's first blocks land later when all its blocks go
+# out at once: runs 114-115).
+PLAN = {16: (2, 6, 6), 32: (2, 5, 5), 64: (2, 4, 4), 128: (2, 4, 2)}
 SPEC = 8       # blocks of a CTA's first tile issued before masked_m is back (run 68), at most the ring
-assert all(SPEC % sub == 0 and min(SPEC, sub * stages) % sub == 0 and sub in (1, 2) and (sub == 2 or not split)
-           and dstages <= stages for sub, stages, dstages, split in PLAN.values()), \
+assert all(SPEC % sub == 0 and min(SPEC, sub * stages) % sub == 0 and sub in (1, 2) and dstages <= stages
+           for sub, stages, dstages in PLAN.values()), \
     "the speculated blocks must fill whole stages and fit the ring without waiting on a release; " \
-    "a stage holds one or two blocks (the decoder reads both before decoding); split needs two"
-# Two threads per weight row (8 decoder warps, four per row, were slower: run 78). Four loader
-# warps, the launch's third warpgroup (two until run 106, the other two idle): at 128 tokens
-# 0.9-2.5 us faster a call (run 105), at 16-64 tokens within -0.8..+0.2 (run 106).
+    "a stage holds one or two blocks (the decoder takes them as one tile)"
+# One decoder thread per row of a stage's two blocks (two threads per weight row where a stage
+# holds one block; 8 decoder warps were slower: run 78). Four loader warps, the launch's third
+# warpgroup (two until run 106, the other two idle): at 128 tokens 0.9-2.5 us faster a call
+# (run 105), at 16-64 tokens within -0.8..+0.2 (run 106).
 DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 4
 # Registers: the launch's cap (4 + 4 + 4 warps), what setmaxnreg gives the
 # decoder and the loader; the consumer (Gluon's default partition) gets the rest (its code uses
@@ -117,12 +115,31 @@ if HAVE_GLUON:
 
     if hasattr(gl.shared_memory_descriptor, "reinterpret"):  # Triton 3.7+
         @gluon.jit
-        def _as_fp8(words, shape: gl.constexpr, layout: gl.constexpr):
-            return words.reinterpret(gl.float8e4nv, shape, layout)
+        def _view(bufs, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+            return bufs.reinterpret(dtype, shape, layout)
     else:  # Triton 3.6
         @gluon.jit
-        def _as_fp8(words, shape: gl.constexpr, layout: gl.constexpr):
-            return words._reinterpret(gl.float8e4nv, shape, layout)
+        def _view(bufs, dtype: gl.constexpr, shape: gl.constexpr, layout: gl.constexpr):
+            return bufs._reinterpret(dtype, shape, layout)
+
+    @gluon.jit
+    def _as_fp8(words, shape: gl.constexpr, layout: gl.constexpr):
+        return _view(words, gl.float8e4nv, shape, layout)
+
+    @gluon.jit
+    def _stage_view(bufs, SUB: gl.constexpr):
+        """A ring of SUB blocks a stage, [SUB * stages, rows, ...], seen as [stages, SUB * rows,
+        ...]: a stage's blocks one after the other (the same bytes; the swizzle repeats within
+        a block's rows)."""
+        DT: gl.constexpr = bufs.dtype
+        LAYOUT: gl.constexpr = bufs.layout
+        D0: gl.constexpr = bufs.shape[0] // SUB
+        D1: gl.constexpr = SUB * bufs.shape[1]
+        if len(bufs.shape) == 3:
+            D2: gl.constexpr = bufs.shape[2]
+            return _view(bufs, DT, [D0, D1, D2], LAYOUT)
+        else:
+            return _view(bufs, DT, [D0, D1], LAYOUT)
 
     @gluon.jit
     def _groups(mm_ptr, G, MAX_M, G_P2: gl.constexpr, WARPS: gl.constexpr):
@@ -208,15 +225,16 @@ if HAVE_GLUON:
         return gl.where(gl.program_id(0) < G * NT, gl.minimum(KS, min(_SPEC, SUB * STAGES) // SUB), 0)
 
     @gluon.jit
-    def _decoder_acquire(loaded, freed, it, STAGES: gl.constexpr, DSTAGES: gl.constexpr):
-        """The decoder's wait before ring position it: its copies landed (loaded) and, where
-        the decode ring is the shallower, its decode slot released by the consumer (freed; a
-        fresh barrier counts as having completed the phase before 0). Where the rings are
-        alike the slot's reuse is already ordered by the loader's wait on `empty`, and `freed`
-        is neither set up nor used."""
-        mbarrier.wait(loaded.index(it % STAGES), (it // STAGES) & 1)
+    def _decoder_acquire(loaded, freed, s, d, it, STAGES: gl.constexpr, DSTAGES: gl.constexpr):
+        """The decoder's wait before ring position it (copy slot s = it % STAGES, decode slot
+        d = it % DSTAGES): its copies landed (loaded) and, where the decode ring is the
+        shallower, its decode slot released by the consumer (freed; a fresh barrier counts as
+        having completed the phase before 0). Where the rings are alike the slot's reuse is
+        already ordered by the loader's wait on `empty`, and `freed` is neither set up nor
+        used."""
+        mbarrier.wait(loaded.index(s), (it // STAGES) & 1)
         if DSTAGES != STAGES:
-            mbarrier.wait(freed.index(it % DSTAGES), ((it // DSTAGES) & 1) ^ 1)
+            mbarrier.wait(freed.index(d), ((it // DSTAGES) & 1) ^ 1)
 
     @gluon.jit
     def _consumer_release(empty, freed, it, STAGES: gl.constexpr, DSTAGES: gl.constexpr):
@@ -233,7 +251,7 @@ if HAVE_GLUON:
         yet completed would return at once: the parity aliases, run 68). Returns the ring
         position after them."""
         for i in range(n):
-            _decoder_acquire(loaded, freed, it, STAGES, DSTAGES)
+            _decoder_acquire(loaded, freed, it % STAGES, it % DSTAGES, it, STAGES, DSTAGES)
             mbarrier.arrive(decoded.index(it % DSTAGES), count=1)
             it += 1
         return it
@@ -364,23 +382,17 @@ if HAVE_GLUON:
         _zero_fill(c_ptr, G, MAX_M, N, gi, rows, BT, _LW)
 
     @gluon.jit
-    def _block_buf(bufs, bufs1, s, h: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr):
-        """Block h of ring stage s in a per-block buffer (decoded tile or row multipliers): at
-        SUB * s + h, or, where SPLIT, the first block at s and the second in bufs1 at s."""
-        if SPLIT:
-            if h == 0:
-                return bufs.index(s)
-            else:
-                return bufs1.index(s)
-        else:
-            return bufs.index(SUB * s + h)
+    def _block_buf(bufs, s, h: gl.constexpr, SUB: gl.constexpr):
+        """Block h of ring slot s in a per-block buffer (copies, decoded tile, row multipliers)."""
+        return bufs.index(SUB * s + h)
 
     @gluon.jit
     def _decode_block(w, sb, qw_buf, ref_buf, col16, col4):
-        """One 128-K block, its packed words w [BW, 16] (8 codes each) and scale bits sb [BW, 4]
-        read by the caller: fold each row's four per-32 scales (kernel._fold_scales_2d's test),
-        decode its words into the swizzled e4m3 tile, write the row's multiplier (-1 where the
-        row does not fold: raw codes then). Returns whether each row folds."""
+        """Rows of 128-K blocks (a stage's blocks one after the other), their packed words w [R,
+        16] (8 codes each) and scale bits sb [R, 4] read by the caller: fold each row's four
+        per-32 scales (kernel._fold_scales_2d's test), decode its words into the swizzled e4m3
+        tiles, write the row's multiplier (-1 where the row does not fold: raw codes then).
+        Returns whether each row folds."""
         BW: gl.constexpr = w.shape[0]
         # kernel._block_bits: positive, normal powers of two within FOLD_SPREAD binades.
         bmax = gl.max(sb, axis=1)
@@ -409,54 +421,57 @@ if HAVE_GLUON:
         return ok
 
     @gluon.jit
-    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, freed, mm_ptr,
-                 MAX_M, K, NT, G, STAGES: gl.constexpr, DSTAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr,
-                 SPLIT: gl.constexpr, G_P2: gl.constexpr):
-        """Decodes ring stage it % STAGES into decode slot it % DSTAGES (_decoder_acquire)."""
+    def _decoder(bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, freed, mm_ptr, MAX_M, K, NT, G,
+                 STAGES: gl.constexpr, DSTAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr,
+                 G_P2: gl.constexpr):
+        """Decodes ring stage it % STAGES into decode slot it % DSTAGES (_decoder_acquire): the
+        stage's SUB blocks as one tile of SUB x BW rows, read and stored in one piece (two
+        blocks stored apart took a barrier between them, and their folds were made by two
+        threads a row: run 122)."""
         BW: gl.constexpr = bw_bufs.type.shape[1]
+        SB: gl.constexpr = SUB * BW
         DW: gl.constexpr = _DW
-        # DW / 2 threads per weight row (one lane of each of DW / 2 warps): each a share of its
-        # 16 words and all 4 of its scales (the same layout on [BW, 4], replicated), so the
-        # fold needs no shuffles.
-        TPR: gl.constexpr = DW // (BW // 32)
-        rowl: gl.constexpr = gl.BlockedLayout([1, 16 // TPR], [32, 1], [BW // 32, TPR], [1, 0])
+        # DW / (SB / 32) threads per row of the stage's tile (one where a stage holds two
+        # blocks): each a share of its 16 words and all 4 of its scales (the same layout on
+        # [SB, 4], replicated), so the fold needs no shuffles, and each row's fold is made once.
+        TPR: gl.constexpr = DW // (SB // 32)
+        rowl: gl.constexpr = gl.BlockedLayout([1, 16 // TPR], [32, 1], [SB // 32, TPR], [1, 0])
         col16 = gl.arange(0, 16, layout=gl.SliceLayout(0, rowl))[None, :] // 4
         col4 = gl.arange(0, 4, layout=gl.SliceLayout(0, rowl))[None, :]
+        bw_st = _stage_view(bw_bufs, SUB)
+        bs_st = _stage_view(bs_bufs, SUB)
+        qw_st = _stage_view(qw_bufs, SUB)
+        ref_st = _stage_view(ref_bufs, SUB)
         KS = K // (128 * SUB)
         gi, rows = _groups(mm_ptr, G, MAX_M, G_P2, DW)
         it = gl.to_tensor(0)
         if not _first_tile_guessed(NT, G, gi, rows):
             # The loader's guessed stages: passed on undecoded.
             it = _hand_on_decoded(loaded, decoded, freed, it, _speculated(G, NT, KS, SUB, STAGES), STAGES, DSTAGES)
+        # The ring slots as counters of their own, not it % STAGES, which ptxas strength-reduces
+        # into three instructions for each of the stage's 13 shared-memory addresses (268 -> 234
+        # instructions a stage; no faster, run 123, but no slower).
+        s = it % STAGES
+        d = it % DSTAGES
         for t in range(gl.program_id(0), _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
             has_tile, g, mt, nt, g_rows = _tile(t, NT, G, gi, rows, BT)
             for ks in range(gl.where(has_tile, KS, 0)):
-                s = it % STAGES
-                d = it % DSTAGES
-                _decoder_acquire(loaded, freed, it, STAGES, DSTAGES)
-                # Both blocks' words and scales are read before the first block's tile is
-                # written: ptxas keeps shared loads behind earlier shared stores, so that read
-                # in turn the second block's loads and fold waited for the first's stores.
-                w0 = bw_bufs.index(SUB * s).load(rowl)
-                sb0 = bs_bufs.index(SUB * s).load(rowl).to(gl.int32, bitcast=True)
-                if SUB == 2:
-                    w1 = bw_bufs.index(SUB * s + 1).load(rowl)
-                    sb1 = bs_bufs.index(SUB * s + 1).load(rowl).to(gl.int32, bitcast=True)
-                ok = _decode_block(w0, sb0, _block_buf(qw_bufs, qw1_bufs, d, 0, SUB, SPLIT),
-                                   _block_buf(ref_bufs, ref1_bufs, d, 0, SUB, SPLIT), col16, col4)
-                if SUB == 2:
-                    ok = ok & _decode_block(w1, sb1, _block_buf(qw_bufs, qw1_bufs, d, 1, SUB, SPLIT),
-                                            _block_buf(ref_bufs, ref1_bufs, d, 1, SUB, SPLIT), col16, col4)
-                # The stage's flags, one per 32 weight rows (a warp's rows): some row of some
-                # block did not fold. Reduced within each warp only, no barrier (a reduction
-                # across the warps through shared memory cost two a stage: run 79).
-                bad = gl.max(gl.reshape(gl.where(ok, 0, 1), [BW // 32, 32]), axis=1)
+                _decoder_acquire(loaded, freed, s, d, it, STAGES, DSTAGES)
+                w = bw_st.index(s).load(rowl)
+                sb = bs_st.index(s).load(rowl).to(gl.int32, bitcast=True)
+                ok = _decode_block(w, sb, qw_st.index(d), ref_st.index(d), col16, col4)
+                # The stage's flags, one per 32 rows of its tile (a warp's rows): some row did
+                # not fold. Reduced within each warp only, no barrier (a reduction across the
+                # warps through shared memory cost two a stage: run 79).
+                bad = gl.max(gl.reshape(gl.where(ok, 0, 1), [SB // 32, 32]), axis=1)
                 flag_bufs.index(d).store(bad)
                 # The consumer's wgmma reads the tiles through the async proxy.
                 fence_async_shared()
                 _partition_sync()
                 mbarrier.arrive(decoded.index(d), count=1)
                 it += 1
+                s = gl.where(s == STAGES - 1, 0, s + 1)
+                d = gl.where(d == DSTAGES - 1, 0, d + 1)
 
     @gluon.jit
     def _promote(acc, t_mma, ref_buf, as_buf, mma: gl.constexpr):
@@ -466,8 +481,8 @@ if HAVE_GLUON:
         return acc + t_mma * (ref[:, None] * a_s[None, :])
 
     @gluon.jit
-    def _promote_32(acc, t_mma, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, p: gl.constexpr, SUB: gl.constexpr,
-                    SPLIT: gl.constexpr, mma: gl.constexpr):
+    def _promote_32(acc, t_mma, ref_bufs, bs_bufs, as_bufs, s, d, p: gl.constexpr, SUB: gl.constexpr,
+                    mma: gl.constexpr):
         """acc + the wgmma result of 32-group p of ring stage s (decode slot d; block p // 4,
         its group p % 4) times (its multiplier x token a_scale), in fp32: the row multiplier
         where the row folds, its own per-32 scale where it does not. The scale column is read
@@ -478,30 +493,30 @@ if HAVE_GLUON:
         # The narrowest wgmma layout of the same rows: its row vectors are the accumulator's.
         col: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=mma.warps_per_cta,
                                                       instr_shape=[16, 8, 32])
-        ref = _block_buf(ref_bufs, ref1_bufs, d, p // 4, SUB, SPLIT).load(gl.SliceLayout(1, mma))
+        ref = _block_buf(ref_bufs, d, p // 4, SUB).load(gl.SliceLayout(1, mma))
         s_j = gl.convert_layout(gl.sum(bs_bufs.index(b).slice(p % 4, 1, dim=1).load(col), axis=1),
                                 gl.SliceLayout(1, mma))
         a_s = as_bufs.index(b).load(gl.SliceLayout(0, mma))
         return acc + t_mma * (gl.where(ref >= 0.0, ref, s_j)[:, None] * a_s[None, :])
 
     @gluon.jit
-    def _wgmma_32(q_bufs, q1_bufs, a_bufs, s, d, p: gl.constexpr, SUB: gl.constexpr, SPLIT: gl.constexpr, donor):
+    def _wgmma_32(q_bufs, a_bufs, s, d, p: gl.constexpr, SUB: gl.constexpr, donor):
         """The K = 32 wgmma of 32-group p of ring stage s (decode slot d; block p // 4, its group
         p % 4), issued async; donor gives the result's shape and layout (use_acc=False: its
         values are not read)."""
-        return warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, p // 4, SUB, SPLIT).slice(32 * (p % 4), 32, dim=1),
+        return warpgroup_mma(_block_buf(q_bufs, d, p // 4, SUB).slice(32 * (p % 4), 32, dim=1),
                              a_bufs.index(SUB * s + p // 4).slice(32 * (p % 4), 32, dim=1).permute((1, 0)), donor,
                              use_acc=False, is_async=True)
 
     @gluon.jit
-    def _consumer(a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty,
-                  freed, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES: gl.constexpr, DSTAGES: gl.constexpr,
-                  SUB: gl.constexpr, SPLIT: gl.constexpr, G_P2: gl.constexpr):
+    def _consumer(a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, freed, mm_ptr, c_ptr,
+                  MAX_M, N, K, NT, G, STAGES: gl.constexpr, DSTAGES: gl.constexpr, SUB: gl.constexpr,
+                  G_P2: gl.constexpr):
         BW: gl.constexpr = q_bufs.type.shape[1]
         BT: gl.constexpr = a_bufs.type.shape[1]
         KS = K // (128 * SUB)
         mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BT, 32])
-        flagl: gl.constexpr = gl.BlockedLayout([BW // 32], [32], [4], [0])  # every thread all flags
+        flagl: gl.constexpr = gl.BlockedLayout([SUB * BW // 32], [32], [4], [0])  # every thread all flags
         gi, g_rows = _groups(mm_ptr, G, MAX_M, G_P2, 4)
         it = gl.to_tensor(0)
         if not _first_tile_guessed(NT, G, gi, g_rows):
@@ -525,19 +540,19 @@ if HAVE_GLUON:
                     # One K = 128 wgmma per block, each promoted as soon as it is done while
                     # the next one runs (at 128 tokens too: up to 2.7 us faster than promoting
                     # each block once its own wgmma is done, run 103).
-                    t_prev = warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, 0, SUB, SPLIT),
+                    t_prev = warpgroup_mma(_block_buf(q_bufs, d, 0, SUB),
                                            a_bufs.index(SUB * s).permute((1, 0)), t_mma, use_acc=False,
                                            is_async=True)
                     for h in gl.static_range(1, SUB):
-                        t_next = warpgroup_mma(_block_buf(q_bufs, q1_bufs, d, h, SUB, SPLIT),
+                        t_next = warpgroup_mma(_block_buf(q_bufs, d, h, SUB),
                                                a_bufs.index(SUB * s + h).permute((1, 0)), t_mma, use_acc=False,
                                                is_async=True)
                         t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
-                        acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, d, h - 1, SUB, SPLIT),
+                        acc = _promote(acc, t_prev, _block_buf(ref_bufs, d, h - 1, SUB),
                                        as_bufs.index(SUB * s + h - 1), mma)
                         t_prev = t_next
                     t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
-                    acc = _promote(acc, t_prev, _block_buf(ref_bufs, ref1_bufs, d, SUB - 1, SUB, SPLIT),
+                    acc = _promote(acc, t_prev, _block_buf(ref_bufs, d, SUB - 1, SUB),
                                    as_bufs.index(SUB * s + SUB - 1), mma)
                 else:
                     # Rows that do not fold hold raw codes: their 32-groups one K = 32 wgmma at
@@ -549,23 +564,20 @@ if HAVE_GLUON:
                     # a fresh result each, 28 bytes of the tile's set-up spilled and 128-token
                     # calls took up to 1.3 us longer, run 111).
                     IN_FLIGHT: gl.constexpr = 1 if BT <= 64 else 0
-                    t_prev = _wgmma_32(q_bufs, q1_bufs, a_bufs, s, d, 0, SUB, SPLIT, t_mma)
+                    t_prev = _wgmma_32(q_bufs, a_bufs, s, d, 0, SUB, t_mma)
                     for i in gl.static_range(1, 4 * SUB):
                         donor = t_mma
                         if IN_FLIGHT == 0:
                             t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
-                            acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, i - 1, SUB,
-                                              SPLIT, mma)
+                            acc = _promote_32(acc, t_prev, ref_bufs, bs_bufs, as_bufs, s, d, i - 1, SUB, mma)
                             donor = t_prev
-                        t_next = _wgmma_32(q_bufs, q1_bufs, a_bufs, s, d, i, SUB, SPLIT, donor)
+                        t_next = _wgmma_32(q_bufs, a_bufs, s, d, i, SUB, donor)
                         if IN_FLIGHT == 1:
                             t_prev = warpgroup_mma_wait(1, deps=(t_prev,))
-                            acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, i - 1, SUB,
-                                              SPLIT, mma)
+                            acc = _promote_32(acc, t_prev, ref_bufs, bs_bufs, as_bufs, s, d, i - 1, SUB, mma)
                         t_prev = t_next
                     t_prev = warpgroup_mma_wait(0, deps=(t_prev,))
-                    acc = _promote_32(acc, t_prev, ref_bufs, ref1_bufs, bs_bufs, as_bufs, s, d, 4 * SUB - 1, SUB, SPLIT,
-                                      mma)
+                    acc = _promote_32(acc, t_prev, ref_bufs, bs_bufs, as_bufs, s, d, 4 * SUB - 1, SUB, mma)
                 _consumer_release(empty, freed, it, STAGES, DSTAGES)
                 it += 1
             acc = gl.where((offs_t < rows)[None, :], acc, 0.0)
@@ -576,13 +588,12 @@ if HAVE_GLUON:
     @gluon.jit
     def fused_ws_kernel(a_ptr, w_ptr, bs_ptr, as_ptr, mm_ptr, c_ptr, MAX_M, N, K, NT, G,
                         STAGES: gl.constexpr, DSTAGES: gl.constexpr, BT: gl.constexpr, SUB: gl.constexpr,
-                        SPLIT: gl.constexpr, G_P2: gl.constexpr):
+                        G_P2: gl.constexpr):
         """Persistent: grid min(tiles, SMs); see the module's doc. BT: tokens per tile
         (token_tile); STAGES, DSTAGES: stages of copies and of decoded tiles (DSTAGES <= STAGES);
-        SUB: 128-K blocks per stage (each with buffers of its own, so every layout
-        is a block's); SPLIT: the second block's decoded tile and multipliers in allocations of
-        their own (PLAN); G: the groups, G_P2 a power of two >= G (_groups' vectors). num_warps
-        = 4 (the consumer, Gluon's default partition)."""
+        SUB: 128-K blocks per stage (each with buffers of its own, so every layout is a block's;
+        the decoder sees a stage's as one tile, _stage_view); G: the groups, G_P2 a power of two
+        >= G (_groups' vectors). num_warps = 4 (the consumer, Gluon's default partition)."""
         BW: gl.constexpr = _BW
         # A's tile in wgmma's 128-byte swizzle (rows of 128 e4m3 bytes), like the decoded tile.
         a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
@@ -594,18 +605,11 @@ if HAVE_GLUON:
         # the same 128-byte swizzle).
         qw_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=32, rank=2)
         q_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-        PER: gl.constexpr = DSTAGES if SPLIT else SUB * DSTAGES  # entries of the first allocations
-        qw_bufs = gl.allocate_shared_memory(gl.int32, [PER, BW, 32], qw_layout)
-        q_bufs = _as_fp8(qw_bufs, [PER, BW, 128], q_layout)
-        ref_bufs = gl.allocate_shared_memory(gl.float32, [PER, BW], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
-        if SPLIT:
-            qw1_bufs = gl.allocate_shared_memory(gl.int32, [DSTAGES, BW, 32], qw_layout)
-            q1_bufs = _as_fp8(qw1_bufs, [DSTAGES, BW, 128], q_layout)
-            ref1_bufs = gl.allocate_shared_memory(gl.float32, [DSTAGES, BW],
-                                                  gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
-        else:  # not read (_block_buf)
-            qw1_bufs, q1_bufs, ref1_bufs = qw_bufs, q_bufs, ref_bufs
-        flag_bufs = gl.allocate_shared_memory(gl.int32, [DSTAGES, BW // 32],
+        qw_bufs = gl.allocate_shared_memory(gl.int32, [SUB * DSTAGES, BW, 32], qw_layout)
+        q_bufs = _as_fp8(qw_bufs, [SUB * DSTAGES, BW, 128], q_layout)
+        ref_bufs = gl.allocate_shared_memory(gl.float32, [SUB * DSTAGES, BW],
+                                             gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        flag_bufs = gl.allocate_shared_memory(gl.int32, [DSTAGES, SUB * BW // 32],
                                               gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         loaded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -624,10 +628,10 @@ if HAVE_GLUON:
                     mbarrier.init(freed.index(i), count=1)
             mbarrier.init(empty.index(i), count=1)
         gl.warp_specialize([
-            (_consumer, (a_bufs, q_bufs, ref_bufs, q1_bufs, ref1_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded,
-                         empty, freed, mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, DSTAGES, SUB, SPLIT, G_P2)),
-            (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, qw1_bufs, ref1_bufs, flag_bufs, loaded, decoded, freed,
-                        mm_ptr, MAX_M, K, NT, G, STAGES, DSTAGES, BT, SUB, SPLIT, G_P2)),
+            (_consumer, (a_bufs, q_bufs, ref_bufs, flag_bufs, bs_bufs, as_bufs, loaded, decoded, empty, freed,
+                         mm_ptr, c_ptr, MAX_M, N, K, NT, G, STAGES, DSTAGES, SUB, G_P2)),
+            (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, freed, mm_ptr, MAX_M, K, NT,
+                        G, STAGES, DSTAGES, BT, SUB, G_P2)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr,
                        MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
         ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
@@ -657,10 +661,10 @@ def grid_and_sizes(g, max_m, n, num_sms, most=64):
 def consts(g, max_m, k, plan=None, most=64):
     """fused_ws_kernel's constexprs and compile options; plan: PLAN's form, for experiments."""
     bt = token_tile(max_m, most)
-    sub, stages, dstages, split = (plan or PLAN)[bt]
+    sub, stages, dstages = (plan or PLAN)[bt]
     if (k // 128) % sub:  # one block a stage, in as many stages as blocks
-        sub, stages, dstages, split = 1, sub * stages, sub * dstages, False
-    return dict(STAGES=stages, DSTAGES=dstages, BT=bt, SUB=sub, SPLIT=split, G_P2=1 << max(g - 1, 0).bit_length(),
+        sub, stages, dstages = 1, sub * stages, sub * dstages
+    return dict(STAGES=stages, DSTAGES=dstages, BT=bt, SUB=sub, G_P2=1 << max(g - 1, 0).bit_length(),
                 num_warps=4, maxnreg=MAXNREG)
 
 
