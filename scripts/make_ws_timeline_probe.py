@@ -43,11 +43,11 @@ REPLACEMENTS = [
     @gluon.jit
     def _hand_on_decoded('''),
     ("""\
-    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
-                N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr):""",
+    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, mm_buf,
+                MAX_M, N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr):""",
      """\
-    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
-                N, K, NT, G, tl_ptr, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr):"""),
+    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, mm_buf,
+                MAX_M, N, K, NT, G, tl_ptr, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr):"""),
     ("""\
             _copy_stage(a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, ks % STAGES, ks, a_src, a_in, w_src, s_src, as_src,
                         in_bucket, SUB)
@@ -58,10 +58,10 @@ REPLACEMENTS = [
             _stamp_blocks(tl_ptr, 0, ks, SUB, _LW)
 """),
     ("""\
-        gi, rows = _groups(mm_ptr, G, MAX_M, G_P2, _LW)
+        rows = _rows(mm_buf.load(mm_lay), MAX_M)
         resume""",
      """\
-        gi, rows = _groups(mm_ptr, G, MAX_M, G_P2, _LW)
+        rows = _rows(mm_buf.load(mm_lay), MAX_M)
         _stamp(tl_ptr, 64, _LW)
         resume"""),
     ("""\
@@ -143,9 +143,9 @@ REPLACEMENTS = [
      """\
                         G, tl_ptr, STAGES, DSTAGES, BT, SUB, G_P2)),"""),
     ("""\
-                       MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),""",
+                       mm_buf, MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),""",
      """\
-                       MAX_M, N, K, NT, G, tl_ptr, STAGES, SUB, G_P2)),"""),
+                       mm_buf, MAX_M, N, K, NT, G, tl_ptr, STAGES, SUB, G_P2)),"""),
     ("""\
 def launch(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, num_sms, plan=None, most=64):""",
      """\
