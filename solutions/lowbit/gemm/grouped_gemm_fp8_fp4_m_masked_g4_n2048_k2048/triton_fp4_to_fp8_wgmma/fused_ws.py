@@ -47,11 +47,13 @@ with rows are zero-filled apart, by the loaders in 512-byte runs (twentieth sess
 90-95: 256-row buckets with 28-56 rows a group 20-21 -> 11 us, max_m 4096 with ~24 rows 29 ->
 25.5). The loader issues the first SPEC blocks of its guess of the CTA's first tile (group pid
 // NT's first token tile: its first tile wherever that group has rows, see _tile) before
-masked_m is back from memory (0.3-0.4 us less at 33-128-row buckets, run 68); where the guess was wrong they go
-round the ring unused, so the CTA starts its first tile only once they have landed. Gluon has
-no interpreter and no portable lowering: main.py takes this path only on sm_90 with a Triton
-that has Gluon (HAVE_GLUON) and 16-byte aligned tensors; the Triton kernels serve every other
-call.
+masked_m is back from memory (0.3-0.4 us less at 33-128-row buckets, run 68), masked_m itself
+copied ahead of them (run 127); where the guess was wrong they go round the ring unused, so
+the CTA starts its first tile only once they have landed. With few rows a call is bound by
+the rate at which DRAM delivers its bytes after the harness's L2 flush (~2.4 TB/s; run 126).
+Gluon has no interpreter and no portable lowering: main.py takes this path only on sm_90 with
+a Triton that has Gluon (HAVE_GLUON) and 16-byte aligned tensors; the Triton kernels serve
+every other call.
 """
 
 try:
@@ -94,8 +96,10 @@ DECODER_WARPS, LOADER_WARPS = 2 * BW // 32, 4
 # Registers: the launch's cap (4 + 4 + 4 warps), what setmaxnreg gives the
 # decoder and the loader; the consumer (Gluon's default partition) gets the rest (its code uses
 # registers up to R252 at 128 tokens: ptxas allocates it past the launch's cap). ptxas (Triton
-# 3.6, sm_90a) reports no spill at 16, 32, 64 or 128 tokens (with two loader warps their [128,
-# 128] copy addresses spilled at 80 registers).
+# 3.6, sm_90a) reports no spill at 16, 32, 64 or 128 tokens with two blocks a stage; with one
+# (k an odd multiple of 128, the library function's only) two values are spilled before the
+# partitions split and reloaded once (with two loader warps their [128, 128] copy addresses
+# spilled at 80 registers).
 MAXNREG, DECODER_REGS, LOADER_REGS = 160, 112, 80
 
 if HAVE_GLUON:
@@ -324,8 +328,8 @@ if HAVE_GLUON:
                 gl.store(base + offs, zeros, mask=offs < count)
 
     @gluon.jit
-    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, MAX_M,
-                N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr):
+    def _loader(a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr, mm_buf,
+                MAX_M, N, K, NT, G, STAGES: gl.constexpr, SUB: gl.constexpr, G_P2: gl.constexpr):
         BT: gl.constexpr = a_bufs.type.shape[1]
         BW: gl.constexpr = bw_bufs.type.shape[1]
         KB = K // 128
@@ -351,7 +355,14 @@ if HAVE_GLUON:
         pid = gl.program_id(0)
         # The first stages of the guessed first tile go out before masked_m is back (~1 us into
         # the kernel after the harness's L2 flush, run 74): none of their addresses depends on
-        # it, and masked_m is loaded only after them.
+        # it. masked_m is copied to shared memory ahead of them (a cp.async group of its own),
+        # as a load whose result is waited for only after them: loaded after them, it queued
+        # behind every CTA's copies and came back up to ~3 us into the call, holding the next
+        # stages' copies back (run 126); a plain load before them, ptxas waits for at once.
+        mm_lay: gl.constexpr = gl.BlockedLayout([G_P2], [32], [_LW], [0])
+        gi = gl.arange(0, G_P2, layout=mm_lay)
+        _cp_async(mm_buf, mm_ptr + gi, mask=gi < G)
+        async_copy.commit_group()
         spec = _speculated(G, NT, KS, SUB, STAGES)
         a_src, a_in, w_src, s_src, as_src, in_bucket = _tile_sources(
             a_ptr, w_words, bs_ptr, as_ptr, pid // NT, 0, pid % NT, MAX_M, N, K, a_tok, a_col, w_row, w_col, s_row,
@@ -364,7 +375,9 @@ if HAVE_GLUON:
         # the consumer hand them on undecoded), so that every partition waits for every phase
         # of every barrier: a wait for a phase after one that has not yet completed would
         # return at once (the parity aliases; run 68's first attempts hung).
-        gi, rows = _groups(mm_ptr, G, MAX_M, G_P2, _LW)
+        async_copy.wait_group(0)
+        _partition_sync()  # every loader thread's copy of masked_m landed
+        rows = _rows(mm_buf.load(mm_lay), MAX_M)
         resume = gl.where(_first_tile_guessed(NT, G, gi, rows), spec, 0)
         it = spec
         for t in range(pid, _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
@@ -611,6 +624,8 @@ if HAVE_GLUON:
                                              gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         flag_bufs = gl.allocate_shared_memory(gl.int32, [DSTAGES, SUB * BW // 32],
                                               gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
+        # masked_m as the loader copies it (_loader).
+        mm_buf = gl.allocate_shared_memory(mm_ptr.dtype.element_ty, [G_P2], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
         loaded = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         decoded = gl.allocate_shared_memory(gl.int64, [DSTAGES, 1], mbarrier.MBarrierLayout())
@@ -633,7 +648,7 @@ if HAVE_GLUON:
             (_decoder, (bw_bufs, bs_bufs, qw_bufs, ref_bufs, flag_bufs, loaded, decoded, freed, mm_ptr, MAX_M, K, NT,
                         G, STAGES, DSTAGES, BT, SUB, G_P2)),
             (_loader, (a_ptr, w_ptr, bs_ptr, as_ptr, c_ptr, a_bufs, bw_bufs, bs_bufs, as_bufs, loaded, empty, mm_ptr,
-                       MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
+                       mm_buf, MAX_M, N, K, NT, G, STAGES, SUB, G_P2)),
         ], [_DW, _LW], [_DECODER_REGS, _LOADER_REGS])
 
 
