@@ -23,11 +23,11 @@ decoded tiles have a ring of their own, shallower than the copies' (4 blocks aga
   and its 16 words, run 122): folds the row's four per-32 scales of the block
   (kernel._fold_scales_2d's test), decodes its words with kernel's prmt lookup into the
   block's swizzled e4m3 tile and writes the row's multiplier (-1 where the block does not
-  fold: raw codes then), then the stage's flags, one per 32 rows (``decoded[s]``); it paces
-  the small buckets through its chain of ~230 dependent instructions a stage (runs 120-123:
-  with one thread per row of one block, two warps, ~0.4-0.5 us a block, run 65; 8 warps
-  slower, run 78; two decoder partitions no faster, run 113; each row's fold made once instead
-  of twice, 0.2-0.5 us less, run 122);
+  fold: raw codes then), then the stage's flags, one per 32 rows (``decoded[s]``); its chain
+  of dependent instructions paced the small buckets until each row's fold was made once
+  instead of twice (run 122: 0.2-0.5 us less); now it takes 0.35-0.55 us a stage and waits for
+  the loads (run 126) (with one thread per row of one block, two warps, ~0.4-0.5 us a block,
+  run 65; 8 warps slower, run 78; two decoder partitions no faster, run 113);
 - a consumer warpgroup: acc[64 weight rows, BT tokens] += wgmma(Bdec, A^T) * (ref x a_scale),
   one K = 128 wgmma per block, each promoted in fp32 while the next one runs; a stage with a
   row that does not fold takes four K = 32 wgmmas per block instead, each times that row's own
@@ -396,7 +396,7 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _block_buf(bufs, s, h: gl.constexpr, SUB: gl.constexpr):
-        """Block h of ring slot s in a per-block buffer (copies, decoded tile, row multipliers)."""
+        """Block h of ring slot s in a per-block buffer (decoded tiles, row multipliers)."""
         return bufs.index(SUB * s + h)
 
     @gluon.jit
