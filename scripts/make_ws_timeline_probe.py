@@ -58,10 +58,10 @@ REPLACEMENTS = [
             _stamp_blocks(tl_ptr, 0, ks, SUB, _LW)
 """),
     ("""\
-        rows = _rows(mm_buf.load(mm_lay), MAX_M)
+        rows = _rows(mm_buf.load(gi.type.layout), MAX_M)
         resume""",
      """\
-        rows = _rows(mm_buf.load(mm_lay), MAX_M)
+        rows = _rows(mm_buf.load(gi.type.layout), MAX_M)
         _stamp(tl_ptr, 64, _LW)
         resume"""),
     ("""\

@@ -151,9 +151,13 @@ if HAVE_GLUON:
         partition (WARPS warps) holds whole, from one load of masked_m. With a load per group,
         again for every tile (serial, each waiting on the last), 48-64-row buckets took up to
         0.7 us longer (runs 91-92)."""
-        lay: gl.constexpr = gl.BlockedLayout([G_P2], [32], [WARPS], [0])
-        gi = gl.arange(0, G_P2, layout=lay)
+        gi = _group_numbers(G_P2, WARPS)
         return gi, _rows(gl.load(mm_ptr + gi, mask=gi < G, other=0), MAX_M)
+
+    @gluon.jit
+    def _group_numbers(G_P2: gl.constexpr, WARPS: gl.constexpr):
+        """0 .. G_P2 - 1, a vector that every thread of a partition (WARPS warps) holds whole."""
+        return gl.arange(0, G_P2, layout=gl.BlockedLayout([G_P2], [32], [WARPS], [0]))
 
     @gluon.jit
     def _before(gi, v):
@@ -359,8 +363,7 @@ if HAVE_GLUON:
         # as a load whose result is waited for only after them: loaded after them, it queued
         # behind every CTA's copies and came back up to ~3 us into the call, holding the next
         # stages' copies back (run 126); a plain load before them, ptxas waits for at once.
-        mm_lay: gl.constexpr = gl.BlockedLayout([G_P2], [32], [_LW], [0])
-        gi = gl.arange(0, G_P2, layout=mm_lay)
+        gi = _group_numbers(G_P2, _LW)
         _cp_async(mm_buf, mm_ptr + gi, mask=gi < G)
         async_copy.commit_group()
         spec = _speculated(G, NT, KS, SUB, STAGES)
@@ -377,7 +380,7 @@ if HAVE_GLUON:
         # return at once (the parity aliases; run 68's first attempts hung).
         async_copy.wait_group(0)
         _partition_sync()  # every loader thread's copy of masked_m landed
-        rows = _rows(mm_buf.load(mm_lay), MAX_M)
+        rows = _rows(mm_buf.load(gi.type.layout), MAX_M)
         resume = gl.where(_first_tile_guessed(NT, G, gi, rows), spec, 0)
         it = spec
         for t in range(pid, _positions(NT, G, gi, rows, BT), gl.num_programs(0)):
