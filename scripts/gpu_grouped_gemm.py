@@ -361,7 +361,13 @@ VALIDATE_CASES = [  # (max_m, masked_m, scales, expected_m hint): every heuristi
     (512, [96, 80, 512, 60], "nonpow2", 90), (1024, [88, 70, 0, 1100], "adversarial", 80),
     (4096, [150, 192, 7, -2], "wide30", 180),
     # Run 103: 128-token tiles past 64 rows expected (the three cases above too).
-    (2048, [200, 0, 150, 2048], "spread", 190), (4096, [141, 248, 152, 150], "wide30", 230)]
+    (2048, [200, 0, 150, 2048], "spread", 190), (4096, [141, 248, 152, 150], "wide30", 230),
+    # Twenty-fifth session (run 130): 128-token tiles for 65-116 rows expected from 65-row
+    # buckets (any hint up to 128 rows): the harness's 256 mixed with wide scales, a bucket of no
+    # tile multiple, full groups without a hint, a group past its hint's tile, 1000 rows.
+    (256, [-7, 300, 0, 100], "wide30", 106), (96, [96, 70, 0, 88], "adversarial", 80),
+    (128, [128] * 4, "nonpow2", None), (200, [200, 0, 116, -3], "spread", 116),
+    (1000, [116, 90, 1000, 0], "ue8m0", 116)]
 
 
 def validate_mode():

@@ -406,22 +406,24 @@ def test_correction_loop_ptx_decode_only_with_four_bytes_per_thread():
 
 def test_ws_kernel_choice():
     """fused_ws_kernel (Gluon, warp-specialised) wherever at most 64 rows are expected per
-    group, in a bucket of any size (twentieth session, runs 90-93; 1-128 rows before), at most
-    96 from 512 rows, 192 from 2048 and 232 from 4096, on 128-token tiles past 64 rows
-    (twenty-second session, runs 101-103), on sm_90 only, and only where the caller says it can
-    run it (ws=True: Gluon, a CUDA device, aligned inputs)."""
+    group, in a bucket of any size (twentieth session, runs 90-93; 1-128 rows before), any hint
+    in a 65-128-row bucket, at most 116 from 129 rows, 192 from 2048 and 232 from 4096, on
+    128-token tiles past 64 rows (twenty-second session, runs 101-103; 65-1024-row buckets in
+    the twenty-fifth, run 130), on sm_90 only, and only where the caller says it can run it
+    (ws=True: Gluon, a CUDA device, aligned inputs)."""
     for max_m, hint in ((64, 20), (64, None), (33, 64), (48, 1), (128, 26), (128, 64), (100, 1), (32, 24),
                         (32, None), (17, 17), (16, 16), (16, 10), (16, None), (8, 6), (12, 1), (1, 1), (7, 7),
                         (17, 16), (32, 16), (32, 1), (129, 16), (256, 1), (256, 64), (512, 16), (1024, 20),
                         (4096, 24), (512, 80), (512, 96), (1024, 90), (2048, 96), (2048, 192), (4096, 128),
-                        (4096, 232), (8192, 150)):
+                        (4096, 232), (8192, 150), (65, None), (128, 65), (128, None), (96, 80), (256, 76),
+                        (256, 116), (511, 80), (512, 97), (512, 116), (1024, 116), (2047, 116)):
         cfg = heur.choose_config(max_m, hint, 2048, (9, 0), ws=True)
         rows = min(max_m, hint or max_m)
         assert cfg.ws and cfg.BM == (64 if rows <= 64 else 128) and cfg.BN == fws.BW == 64, (max_m, hint, cfg)
         assert not heur.choose_config(max_m, hint, 2048, (9, 0)).ws
         assert not heur.choose_config(max_m, hint, 2048, (10, 0), ws=True).ws  # wgmma: Hopper only
-    for max_m, hint in ((128, 65), (128, None), (256, 76), (200, 123), (511, 80), (512, 97), (512, 311),
-                        (1024, 128), (2047, 150), (2048, 193), (4095, 200), (4096, 233), (4096, 1228)):
+    for max_m, hint in ((129, None), (200, 123), (256, 117), (512, 311), (1024, 128), (2047, 117), (2047, 150),
+                        (2048, 193), (4095, 200), (4096, 233), (4096, 1228)):
         assert not heur.choose_config(max_m, hint, 2048, (9, 0), ws=True).ws, (max_m, hint)
 
 

@@ -32,11 +32,13 @@ ONE_PASS = True
 # choose_config. False keeps the Triton kernels everywhere (for A/B runs).
 WS = True
 # (smallest bucket, most rows expected per group), largest bucket first: one 64-token tile a
-# group in a bucket of any size (run 93); past 64 rows 128-token tiles (WS_WIDE_TILE), one a
-# group from 512 rows, up to two from 2048 and 4096 with 10% to spare (runs 101-103; the same
-# limits with four loader warps, run 107), where the two passes' decode pass and zero tiles
-# cost more than decoding a group's B tiles again per token tile.
-WS_MAX_ROWS = ((4096, 232), (2048, 192), (512, 96), (1, 64))
+# group in a bucket of any size (run 93); past 64 rows 128-token tiles (WS_WIDE_TILE): one a
+# group with 10% to spare from 129 rows (116), any hint in 65-128-row buckets (no group can
+# pass one tile there), up to two from 2048 and 4096 with 10% to spare (runs 101-103 and 107;
+# 65-1024-row buckets since run 130, from 512 rows with at most 96 before), where the two
+# passes' decode pass and zero tiles cost more than decoding a group's B tiles again per
+# token tile.
+WS_MAX_ROWS = ((4096, 232), (2048, 192), (129, 116), (65, 128), (1, 64))
 WS_WIDE_TILE = 128
 
 
@@ -127,6 +129,17 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     kernel, in blocks per program for the decode pass (_decode_kb). ws: the caller can run
     fused_ws_kernel (Gluon present, a CUDA device, TMA-aligned inputs, n a multiple of 64).
 
+    Twenty-fifth session (runs 129-130, H200 GPU us, fused_ws with 128-token tiles / with 64
+    / the two passes, the groups' rows 0.8-1.1 x the hint): buckets of 65-1024 rows with
+    65-116 rows expected gain 7.5-8.8 us on 128-token tiles: 96 rows with ~80 12.4 / 16.7 / 21.1,
+    128 with ~90 12.8 / 17.2 / 21.5, 160 with ~100 12.6 / 17.1 / 21.2, 256 with ~76 and ~116
+    13.2 / 17.5 / 21.5 and 13.1 / 17.5 / 21.5, 512 and 1024 with ~116 13.4 / 17.9 / 22.2 and
+    15.1 / 19.4 / 23.9; the harness's 256 mixed (0, 256, 0, 100 behind 106) 14.7 / 18.8 / 18.9,
+    four full groups of 256 behind 96 21.3 / 29.8 / 31.2 (the two passes' tile width follows
+    the hint too), one group of 128 behind 70 12.7 / 11.8 / 12.7. The class's cost: a hint
+    that hides one group holding every row, as the harness's one group of 256 behind 76, 14.6
+    / 12.6 / 13.1 (64 tiles with rows on 132 SMs), and below 65 rows expected 64-token tiles
+    stay. Hints of 123 as 200 mixed (21.3 / 23.4 / 21.6) are past the class.
     Twenty-second session (runs 101-103, H200 GPU us, fused_ws with 128-token tiles / with 64
     / the two passes, each group's rows 0.8-1.1 x the hint): hints of 80 in buckets of 512,
     1024, 2048 and 4096 rows 15.1 / 18.4 / 21.7, 17.3 / 20.4 / 23.2, 20.9 / 22.9 / 27.7, 29.4 /
@@ -134,10 +147,10 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     / 34.6 / 35.5; at 4096 34.9 / 35.8 / 39.1, 35.5 / 36.6 / 41.6, 38.6 / 41.4 / 44.5, and the
     harness's ~170 rows behind a hint of 230 38.0 / 40.8 / 44.2. Not taken: hints of 128-160
     at 512 and 1024 rows (two rounds of 128-token tiles where a group passes 128 rows: 24.3 /
-    21.9 at 512), of 256 anywhere (2 of 4 groups past 256 rows: 45.0 / 43.3 at 4096), and of
-    65-128 below 512 rows, where the harness's groups pass their hints by far (256 with one
-    group of 256 behind 76: 16.3 / 13.1; 200 mixed behind 123: 24.5 / 21.4; though 256 with
-    ~115 rows a group 14.4 / 21.1). A hint that understates the rows costs 128-token tiles
+    21.9 at 512), of 256 anywhere (2 of 4 groups past 256 rows: 45.0 / 43.3 at 4096), and, until
+    run 130, of 65-128 below 512 rows, where the harness's groups pass their hints by far (256
+    with one group of 256 behind 76: 16.3 / 13.1; 200 mixed behind 123: 24.5 / 21.4; though
+    256 with ~115 rows a group 14.4 / 21.1). A hint that understates the rows costs 128-token tiles
     less than 64-token ones (1024 with ~390 rows behind 128: 44.4 / 52.2 / 45.6; 4096 with
     ~690 behind 256: 74.6 / 89.7 / 61.5).
     Thirteenth to twentieth sessions (runs 56-57, 65, 89, 90-93): on sm_90, buckets with at
