@@ -408,7 +408,7 @@ def test_ws_kernel_choice():
     """fused_ws_kernel (Gluon, warp-specialised) wherever at most 64 rows are expected per
     group, in a bucket of any size (twentieth session, runs 90-93; 1-128 rows before), any hint
     in a 65-128-row bucket, at most 116 from 129 rows, 192 from 2048 and 232 from 4096, on
-    128-token tiles past 64 rows (twenty-second session, runs 101-103; 65-1024-row buckets in
+    128-token tiles past 64 rows (twenty-second session, runs 101-103; 65-2047-row buckets in
     the twenty-fifth, run 130), on sm_90 only, and only where the caller says it can run it
     (ws=True: Gluon, a CUDA device, aligned inputs)."""
     for max_m, hint in ((64, 20), (64, None), (33, 64), (48, 1), (128, 26), (128, 64), (100, 1), (32, 24),

@@ -35,9 +35,9 @@ WS = True
 # group in a bucket of any size (run 93); past 64 rows 128-token tiles (WS_WIDE_TILE): one a
 # group with 10% to spare from 129 rows (116), any hint in 65-128-row buckets (no group can
 # pass one tile there), up to two from 2048 and 4096 with 10% to spare (runs 101-103 and 107;
-# 65-1024-row buckets since run 130, from 512 rows with at most 96 before), where the two
-# passes' decode pass and zero tiles cost more than decoding a group's B tiles again per
-# token tile.
+# 65-2047-row buckets since run 130, measured up to 1024; from 512 rows with at most 96
+# before), where the two passes' decode pass and zero tiles cost more than decoding a group's
+# B tiles again per token tile.
 WS_MAX_ROWS = ((4096, 232), (2048, 192), (129, 116), (65, 128), (1, 64))
 WS_WIDE_TILE = 128
 
@@ -162,7 +162,7 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     20.2 / 11.3, ~54 rows 21.2 / 11.3, 192-row bucket with ~56 rows 21.1 / 11.1, 4096 with ~24
     rows 31.2 / 25.5, all 256 empty 7.3 / 7.2; and where the hint understates the rows, one
     group of 256 behind a hint of 76 (two passes) 13.0 / 13.3. With 65-128 rows expected below
-    512 rows it is not taken: 96-128 rows a group 21.3 / 19.6, but 256 with one group of 256
+    512 rows it was not taken on 64-token tiles (128-token tiles take them since run 130): 96-128 rows a group 21.3 / 19.6, but 256 with one group of 256
     and one of 100 18.4 / 19.6, 200 mixed 21.2 / 25.9, 512 mixed 25.4 / 38.7 (each B tile decoded again for
     every token tile). A hint far below the rows costs time here (max_m / 64 token tiles per
     group, each decoding B again), as in the one-pass kernel, not correctness.
