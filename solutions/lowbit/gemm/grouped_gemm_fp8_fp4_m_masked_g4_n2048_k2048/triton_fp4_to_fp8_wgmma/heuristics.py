@@ -162,9 +162,10 @@ def choose_config(max_m: int, expected_m, n: int, capability=(9, 0), num_sms: in
     20.2 / 11.3, ~54 rows 21.2 / 11.3, 192-row bucket with ~56 rows 21.1 / 11.1, 4096 with ~24
     rows 31.2 / 25.5, all 256 empty 7.3 / 7.2; and where the hint understates the rows, one
     group of 256 behind a hint of 76 (two passes) 13.0 / 13.3. With 65-128 rows expected below
-    512 rows it was not taken on 64-token tiles (128-token tiles take them since run 130): 96-128 rows a group 21.3 / 19.6, but 256 with one group of 256
-    and one of 100 18.4 / 19.6, 200 mixed 21.2 / 25.9, 512 mixed 25.4 / 38.7 (each B tile decoded again for
-    every token tile). A hint far below the rows costs time here (max_m / 64 token tiles per
+    512 rows it was not taken on 64-token tiles (128-token tiles take them since run 130):
+    96-128 rows a group 21.3 / 19.6, but 256 with one group of 256 and one of 100 18.4 / 19.6,
+    200 mixed 21.2 / 25.9, 512 mixed 25.4 / 38.7 (each B tile decoded again for every token
+    tile). A hint far below the rows costs time here (max_m / 64 token tiles per
     group, each decoding B again), as in the one-pass kernel, not correctness.
     Run 89 (H200 GPU us, run() with the one-pass kernel / fused_ws, after the kernel's gains
     of runs 68-81): max_m 1 10.4 / 8.9, 2 11.0 / 9.2, 4 11.2 / 9.1, 32 with ~11 rows
