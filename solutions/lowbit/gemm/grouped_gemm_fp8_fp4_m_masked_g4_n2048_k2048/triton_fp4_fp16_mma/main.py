@@ -1,0 +1,121 @@
+"""M-masked grouped FP8 x FP4 GEMM (definition grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048),
+exact on fp16 MMAs (kernel.py says why and how).
+
+Entry points:
+- ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
+  (g=4, n=2048, k=2048), destination passing: writes c and returns it.
+- ``grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None,
+  tile=None)``: any g >= 0, max_m >= 0, n >= 1 and k a positive multiple of 128.
+
+Self-contained: only torch and triton, plus this folder's modules.
+"""
+
+from typing import NamedTuple
+
+import torch
+
+from .fast_launch import INTERPRET, launch
+from .heuristics import Tile, choose
+from .kernel import grouped_fp16_kernel
+
+DEF_G, DEF_N, DEF_K = 4, 2048, 2048
+
+
+def _check(name, t, dtypes, shape, device):
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in dtypes:
+        raise ValueError(f"{name}: expected dtype {' or '.join(map(str, dtypes))}, got {t.dtype}")
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(t.shape)}")
+    if t.device != device:
+        raise ValueError(f"{name}: expected device {device}, got {t.device}")
+    if not t.is_contiguous():
+        raise ValueError(f"{name}: expected a contiguous tensor")
+
+
+class _Plan(NamedTuple):
+    empty: bool
+    grid: tuple
+    ints: tuple     # MAX_M, N
+    consts: dict
+
+
+_PLANS = {}
+
+
+def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, entry):
+    """Validates every argument (ValueError naming it) and chooses the tile and grid."""
+    if not isinstance(a_fp8, torch.Tensor) or a_fp8.dim() != 3:
+        raise ValueError("a_fp8: expected a 3-D tensor [g, max_m, k]")
+    if not isinstance(b_fp4, torch.Tensor) or b_fp4.dim() != 3:
+        raise ValueError("b_fp4: expected a 3-D tensor [g, n, k/2]")
+    g, max_m, k = a_fp8.shape
+    n = b_fp4.shape[1]
+    if entry and (g, k) != (DEF_G, DEF_K):
+        raise ValueError(f"a_fp8: expected shape [{DEF_G}, max_m, {DEF_K}], got {tuple(a_fp8.shape)}")
+    if entry and tuple(b_fp4.shape) != (DEF_G, DEF_N, DEF_K // 2):
+        raise ValueError(f"b_fp4: expected shape ({DEF_G}, {DEF_N}, {DEF_K // 2}), got {tuple(b_fp4.shape)}")
+    if k <= 0 or k % 128:
+        raise ValueError(f"a_fp8: k (last dimension) must be a positive multiple of 128, got {k}")
+    if n < 1:
+        raise ValueError(f"b_fp4: n (dimension 1) must be >= 1, got {n}")
+    dev = a_fp8.device
+    _check("a_fp8", a_fp8, (torch.float8_e4m3fn,), (g, max_m, k), dev)
+    _check("a_scale", a_scale, (torch.float32,), (g, max_m, k // 128), dev)
+    _check("b_fp4", b_fp4, (torch.int8, torch.uint8), (g, n, k // 2), dev)
+    _check("b_scale", b_scale, (torch.float32,), (g, n, k // 32), dev)
+    _check("masked_m", masked_m, (torch.int32, torch.int64), (g,), dev)
+    _check("c", c, (torch.bfloat16,), (g, max_m, n), dev)
+    if expected_m is not None and not isinstance(expected_m, int):
+        raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
+    if g == 0 or max_m == 0:
+        return _Plan(True, (), (), {})
+    tile = tile or choose(max_m, expected_m)
+    if not isinstance(tile, Tile):
+        raise ValueError(f"tile: expected a heuristics.Tile, got {type(tile).__name__}")
+    grid = (-(-max_m // tile.BM) * -(-n // tile.BN), g, 1)
+    consts = dict(K=k, BM=tile.BM, BN=tile.BN, SWAP=tile.SWAP, GROUP_M=tile.GROUP_M,
+                  MANUAL_RNE=INTERPRET, num_warps=tile.num_warps, num_stages=tile.num_stages)
+    return _Plan(False, grid, (max_m, n), consts)
+
+
+def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None,
+                                tile=None, _entry=False):
+    """c[g, :rows] = (A_g * a_scale)[:rows] @ (E2M1(B_g) * b_scale)^T in bf16, c[g, rows:] = 0,
+    rows = clamp(masked_m[g], 0, max_m).
+
+    a_fp8 float8_e4m3fn [g, max_m, k]; a_scale float32 [g, max_m, k/128];
+    b_fp4 int8/uint8 [g, n, k/2] (two E2M1 codes a byte, low nibble = even k);
+    b_scale float32 [g, n, k/32]; masked_m int32/int64 [g] (read on the device, never synced);
+    c bfloat16 [g, max_m, n] (written in full, may arrive uninitialised). All contiguous, on
+    one device. expected_m (int or None) is a tile-choice hint only; ``tile`` overrides it.
+    """
+    try:
+        key = (a_fp8.shape, a_scale.shape, b_fp4.shape, b_scale.shape, masked_m.shape, c.shape,
+               a_fp8.dtype, a_scale.dtype, b_fp4.dtype, b_scale.dtype, masked_m.dtype, c.dtype,
+               a_fp8.device, a_scale.device, b_fp4.device, b_scale.device, masked_m.device, c.device,
+               a_fp8.is_contiguous() and a_scale.is_contiguous() and b_fp4.is_contiguous()
+               and b_scale.is_contiguous() and masked_m.is_contiguous() and c.is_contiguous(),
+               expected_m, tile, _entry)
+        plan = _PLANS.get(key)
+    except (AttributeError, TypeError):  # not tensors, or an unhashable hint: validate below
+        key = plan = None
+    if plan is None:
+        plan = _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, _entry)
+        if key is not None:
+            if len(_PLANS) > 1024:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    if not plan.empty:
+        launch(grouped_fp16_kernel, plan.grid, (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, *plan.ints),
+               plan.consts)
+    return c
+
+
+def run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c):
+    """Definition entry point (g=4, n=2048, k=2048); writes c and returns it."""
+    if isinstance(expected_m, torch.Tensor):
+        # A 0-d tensor hint would need a host read; only take it when it already lives on the host.
+        expected_m = int(expected_m) if expected_m.device.type == "cpu" else None
+    return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, _entry=True)

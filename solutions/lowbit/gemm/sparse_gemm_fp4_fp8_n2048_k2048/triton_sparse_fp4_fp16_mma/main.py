@@ -1,0 +1,103 @@
+"""2:4-sparse FP4 x FP8 GEMM (definition sparse_gemm_fp4_fp8_n2048_k2048), exact on fp16 MMAs
+(kernel.py says why and how).
+
+Entry points:
+- ``run(a_vals, a_meta, b_fp8, c)``: the definition's entry (n=2048, k=2048), destination
+  passing: writes c and returns it.
+- ``sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None)``: any m >= 0, n >= 1 and k a
+  positive multiple of 128.
+
+One launch a call; nothing is kept across calls but the plan of a shape (tile, grid) and
+the compiled kernel. Self-contained: only torch and triton, plus this folder's modules.
+"""
+
+from typing import NamedTuple
+
+import torch
+
+from .fast_launch import INTERPRET, launch
+from .heuristics import Tile, choose
+from .kernel import sparse_fp16_kernel
+
+DEF_N, DEF_K = 2048, 2048
+_BYTES = (torch.int8, torch.uint8)
+
+
+def _check(name, t, dtypes, shape, device):
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in dtypes:
+        raise ValueError(f"{name}: expected dtype {' or '.join(map(str, dtypes))}, got {t.dtype}")
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(t.shape)}")
+    if t.device != device:
+        raise ValueError(f"{name}: expected device {device}, got {t.device}")
+    if not t.is_contiguous():
+        raise ValueError(f"{name}: expected a contiguous tensor")
+
+
+class _Plan(NamedTuple):
+    empty: bool
+    grid: tuple
+    ints: tuple     # M, N, G
+    consts: dict
+
+
+_PLANS = {}
+
+
+def _make_plan(a_vals, a_meta, b_fp8, c, tile, entry):
+    """Validates every argument (ValueError naming it) and chooses the tile and grid."""
+    if not isinstance(a_vals, torch.Tensor) or a_vals.dim() != 2:
+        raise ValueError("a_vals: expected a 2-D tensor [m, k/4]")
+    if not isinstance(b_fp8, torch.Tensor) or b_fp8.dim() != 2:
+        raise ValueError("b_fp8: expected a 2-D tensor [n, k]")
+    m, groups = a_vals.shape
+    n, k = b_fp8.shape
+    if entry and (n, k) != (DEF_N, DEF_K):
+        raise ValueError(f"b_fp8: expected shape ({DEF_N}, {DEF_K}), got {tuple(b_fp8.shape)}")
+    if k <= 0 or k % 128:
+        raise ValueError(f"b_fp8: k (dimension 1) must be a positive multiple of 128, got {k}")
+    dev = b_fp8.device
+    _check("a_vals", a_vals, _BYTES, (m, k // 4), dev)
+    _check("a_meta", a_meta, _BYTES, (m, k // 4), dev)
+    _check("b_fp8", b_fp8, (torch.float8_e4m3fn,), (n, k), dev)
+    _check("c", c, (torch.bfloat16,), (m, n), dev)
+    if m == 0:
+        return _Plan(True, (), (), {})
+    tile = tile or choose(m)
+    if not isinstance(tile, Tile):
+        raise ValueError(f"tile: expected a heuristics.Tile, got {type(tile).__name__}")
+    grid = (-(-m // tile.BM) * -(-n // tile.BN), 1, 1)
+    consts = dict(BM=tile.BM, BN=tile.BN, SWAP=tile.SWAP, GROUP_M=tile.GROUP_M, MANUAL_RNE=INTERPRET,
+                  num_warps=tile.num_warps, num_stages=tile.num_stages)
+    return _Plan(False, grid, (m, n, groups), consts)
+
+
+def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None, _entry=False):
+    """c = bf16(A @ float(b_fp8)^T), A [m, k] from its 2:4 encoding: a_vals int8/uint8 [m, k/4]
+    (two E2M1 codes a group, low nibble first), a_meta int8/uint8 [m, k/4] (bits 0-1 and 2-3:
+    the two codes' positions in the group; equal positions sum; bits 4-7 ignored);
+    b_fp8 float8_e4m3fn [n, k]; c bfloat16 [m, n]. All contiguous, on one device."""
+    try:
+        key = (a_vals.shape, a_meta.shape, b_fp8.shape, c.shape, a_vals.dtype, a_meta.dtype, b_fp8.dtype,
+               c.dtype, a_vals.device, a_meta.device, b_fp8.device, c.device,
+               a_vals.is_contiguous() and a_meta.is_contiguous() and b_fp8.is_contiguous() and c.is_contiguous(),
+               tile, _entry)
+        plan = _PLANS.get(key)
+    except (AttributeError, TypeError):  # not tensors: validate below
+        key = plan = None
+    if plan is None:
+        plan = _make_plan(a_vals, a_meta, b_fp8, c, tile, _entry)
+        if key is not None:
+            if len(_PLANS) > 1024:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    if not plan.empty:
+        launch(sparse_fp16_kernel, plan.grid, (a_vals, a_meta, b_fp8, c, *plan.ints), plan.consts)
+    return c
+
+
+def run(a_vals, a_meta, b_fp8, c):
+    """Definition entry point (n=2048, k=2048); writes c and returns it."""
+    return sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, _entry=True)

@@ -1,0 +1,156 @@
+"""CPU tests (Triton interpreter) of the grouped solution's fp16-MMA kernel against the float64
+oracle at reduced sizes: both orientations, tile edges, the scale fold's boundary, the exact
+path for scales that do not fold, masked_m's odd values, and argument checks."""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest
+import torch
+
+from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle
+from lowbit_gemm.solutions import load_solution
+from definition_cases import grouped_operands as make
+
+DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
+SOL = "triton_fp4_fp16_mma"
+main = load_solution(DEF, "lowbit", SOL)
+heur = load_solution(DEF, "lowbit", SOL, "heuristics")
+kernel = load_solution(DEF, "lowbit", SOL, "kernel")
+T = heur.Tile
+TILES = {"tokens_on_m": T(16, 32, False, 4, 1, GROUP_M=2), "weights_on_m": T(16, 64, True, 4, 1),
+         "wide": T(32, 64, False, 4, 1)}
+
+
+def check(a, a_s, b, b_s, mm, tile, expected_m=None):
+    g, max_m, _ = a.shape
+    c = torch.full((g, max_m, b.shape[1]), float("nan"), dtype=torch.bfloat16)  # poisoned
+    assert main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm, c, expected_m, tile=tile) is c
+    check_accuracy(c, grouped_gemm_oracle(a, a_s, b, b_s, mm))
+    for grp in range(g):
+        rows = min(max(int(mm[grp]), 0), max_m)
+        assert torch.all(c[grp, rows:] == 0)
+    return c
+
+
+@pytest.mark.parametrize("tile", list(TILES))
+@pytest.mark.parametrize("masked", [[-3, 0, 40, 17], [41, 1000, 16, 33]])
+def test_masked_rows_and_tile_edges(tile, masked):
+    a, a_s, b, b_s = make(4, 41, 96, 256)  # max_m 41 and n 96: no multiple of the tiles
+    check(a, a_s, b, b_s, torch.tensor(masked, dtype=torch.int32), TILES[tile])
+
+
+@pytest.mark.parametrize("tile", list(TILES))
+def test_max_m_one_and_int64_masked_past_int32(tile):
+    a, a_s, b, b_s = make(3, 1, 64, 128, seed=1)
+    check(a, a_s, b, b_s, torch.tensor([1, 2 ** 32 + 1, -(2 ** 33)], dtype=torch.int64), TILES[tile])
+
+
+def test_max_m_zero_and_no_groups_launch_nothing():
+    a, a_s, b, b_s = make(3, 0, 32, 128)
+    c = torch.empty(3, 0, 32, dtype=torch.bfloat16)
+    main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(3, dtype=torch.int32), c)
+    a, a_s, b, b_s = make(0, 4, 32, 128)
+    main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, torch.zeros(0, dtype=torch.int32),
+                                     torch.empty(0, 4, 32, dtype=torch.bfloat16))
+
+
+@pytest.mark.parametrize("tile", ["tokens_on_m", "weights_on_m"])
+@pytest.mark.parametrize("spread", [int(kernel.MAX_SPREAD.value), int(kernel.MAX_SPREAD.value) + 1])
+def test_fold_boundary(tile, spread):
+    """A block whose scales span exactly MAX_SPREAD binades stays on the fp16 path, where its
+    smallest values land on fp16's smallest subnormal; one more binade takes the exact path.
+    A is nonzero only where the block's smallest scale applies, so the output is made of the
+    values the fold shifts furthest: a flush or a lost bit shows beyond the tolerance."""
+    a, a_s, b, b_s = make(2, 16, 64, 256, seed=2)
+    a = a.float()
+    a[..., 32:] = 0
+    a = a.to(torch.float8_e4m3fn)
+    a_s = torch.ones_like(a_s)
+    b_s = torch.full_like(b_s, 2.0 ** (spread - 3))
+    b_s[..., 0] = 2.0 ** -3
+    c = check(a, a_s, b, b_s, torch.tensor([16, 9], dtype=torch.int32), TILES[tile])
+    assert c.abs().max() > 0.5
+
+
+@pytest.mark.parametrize("tile", list(TILES))
+def test_scales_that_do_not_fold_take_the_exact_path(tile):
+    a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
+    gen = torch.Generator().manual_seed(5)
+    b_s = b_s.clone()
+    b_s[0, 3, 1] *= 2.0 ** 31          # > 23 binades inside one 128-block
+    b_s[0, 40, 5] = -0.37              # negative, not a power of two
+    b_s[1, 7, 0] = 0.0                 # zero
+    b_s[1, 60:, 8:] = torch.rand(4, 4, generator=gen) + 0.1   # any float, whole block
+    b_s[1, 10, 11] = 2.0 ** -130       # subnormal power of two
+    a_s = a_s * (torch.rand(a_s.shape, generator=gen) * 3 - 1)  # any-float a_scale, some negative
+    check(a, a_s, b, b_s, torch.tensor([24, 20], dtype=torch.int32), TILES[tile])
+
+
+def test_outlier_channels_and_outlier_weights():
+    """Serving-shaped data: 4 activation channels 50x the rest, 1 % of weights 30x their row."""
+    gen = torch.Generator().manual_seed(6)
+    from lowbit_gemm.quantize import quantize_act_fp8_per128, quantize_weight_fp4_per32
+    x = torch.randn(2, 20, 256, generator=gen)
+    x[..., torch.randperm(256, generator=gen)[:4]] *= 50
+    w = torch.randn(2, 64, 256, generator=gen) * 0.02
+    w = torch.where(torch.rand(w.shape, generator=gen) < 0.01, w * 30, w)
+    a, a_s = quantize_act_fp8_per128(x)
+    b, b_s = quantize_weight_fp4_per32(w)
+    for tile in TILES.values():
+        check(a, a_s, b, b_s, torch.tensor([20, 11], dtype=torch.int32), tile)
+
+
+@pytest.mark.parametrize("max_m,expected", [(1, 1), (64, 28), (128, None), (512, 512), (4096, 24)])
+def test_heuristic_tile_runs(max_m, expected):
+    tile = heur.choose(max_m, expected)
+    assert isinstance(tile, heur.Tile)
+    a, a_s, b, b_s = make(1, min(max_m, 20), 128, 128, seed=7)
+    check(a, a_s, b, b_s, torch.tensor([13], dtype=torch.int32), tile)
+
+
+def test_every_rule_says_why():
+    assert heur.RULES[-1][0] is None
+    assert all(why for _, _, why in heur.RULES)
+
+
+def test_run_entry_checks_definition_shapes():
+    a, a_s, b, b_s = make(2, 8, 32, 128)
+    c = torch.empty(2, 8, 32, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="a_fp8"):
+        main.run(a, a_s, b, b_s, torch.zeros(2, dtype=torch.int32), 8, c)
+
+
+@pytest.mark.parametrize("bad", ["a_scale_dtype", "b_shape", "k", "c_dtype", "masked_m", "contig", "hint", "tile"])
+def test_bad_arguments_name_the_argument(bad):
+    a, a_s, b, b_s = make(2, 8, 32, 256)
+    args = dict(a_fp8=a, a_scale=a_s, b_fp4=b, b_scale=b_s, masked_m=torch.zeros(2, dtype=torch.int32),
+                c=torch.empty(2, 8, 32, dtype=torch.bfloat16))
+    name = {"a_scale_dtype": "a_scale", "b_shape": "b_scale", "k": "a_fp8", "c_dtype": "c",
+            "masked_m": "masked_m", "contig": "a_scale", "hint": "expected_m", "tile": "tile"}[bad]
+    if bad == "a_scale_dtype":
+        args["a_scale"] = a_s.double()
+    elif bad == "b_shape":
+        args["b_scale"] = b_s[:, :, :4].contiguous()
+    elif bad == "k":
+        args["a_fp8"] = a[:, :, :200].contiguous()
+    elif bad == "c_dtype":
+        args["c"] = args["c"].float()
+    elif bad == "masked_m":
+        args["masked_m"] = args["masked_m"].float()
+    elif bad == "contig":
+        args["a_scale"] = a_s.transpose(0, 1).contiguous().transpose(0, 1)
+    elif bad == "hint":
+        args["expected_m"] = "many"
+    elif bad == "tile":
+        args["tile"] = (16, 32)
+    with pytest.raises(ValueError, match=name):
+        main.grouped_gemm_fp8_fp4_masked(**args)
+    # A cached plan for the good arguments does not let the bad ones through later.
+    if bad not in ("hint", "tile"):
+        good = dict(a_fp8=a, a_scale=a_s, b_fp4=b, b_scale=b_s, masked_m=torch.zeros(2, dtype=torch.int32),
+                    c=torch.empty(2, 8, 32, dtype=torch.bfloat16))
+        main.grouped_gemm_fp8_fp4_masked(**good)
+        with pytest.raises(ValueError, match=name):
+            main.grouped_gemm_fp8_fp4_masked(**args)
