@@ -58,3 +58,34 @@ def check(out: torch.Tensor, inputs, oracle64: torch.Tensor, definition: str, wh
     ref = load_reference(definition)(*inputs)
     bad = ~torch.isclose(out.float(), ref.float(), atol=ATOL, rtol=RTOL)
     assert not bad.any(), f"{what}: {int(bad.sum())} elements outside the harness's tolerance of the reference"
+
+
+def check_calls(run: Callable, inputs, out_shape, oracle64: torch.Tensor, definition: str, what: str) -> None:
+    """Two calls, each checked: the second may take a cached launch path the first set up."""
+    for attempt in ("first call", "second call"):
+        check(call(run, inputs, out_shape), inputs, oracle64, definition, f"{what}, {attempt}")
+
+
+def capture(run: Callable, inputs, c: torch.Tensor) -> torch.cuda.CUDAGraph:
+    """One call run(*inputs, c) captured in a CUDA graph, after two calls outside it on the
+    capture's stream (compilation and any launch cache must not happen inside the capture)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            run(*inputs, c)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run(*inputs, c)
+    return graph
+
+
+def replay_on(graph: torch.cuda.CUDAGraph, inputs, new_inputs, c: torch.Tensor) -> None:
+    """Overwrite the captured inputs in place with new_inputs, poison c, replay the graph."""
+    for dst, src in zip(inputs, new_inputs):
+        if isinstance(dst, torch.Tensor):
+            dst.copy_(src)
+    c.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()

@@ -7,7 +7,7 @@ an end (README, Development)."""
 import pytest
 import torch
 
-from gpu_solutions import call, check, entry_point, needs_cuda, own_solutions
+from gpu_solutions import call, capture, check, check_calls, entry_point, needs_cuda, own_solutions, replay_on
 from lowbit_gemm.oracle import grouped_gemm_oracle
 from lowbit_gemm.testing import expected_m_hint, grouped_inputs, grouped_random_inputs, wide_b_scale
 
@@ -65,10 +65,7 @@ def test_matches_oracle_and_reference(name, case):
     cid, max_m, masked_m, how = case
     run = entry_point(DEF, name)
     inputs = make(max_m, masked_m, how)
-    want = oracle(inputs)
-    for attempt in ("first call", "second call"):  # the second may take a cached launch path
-        out = call(run, inputs, (G, max_m, N))
-        check(out, inputs, want, DEF, f"{name} {cid} {attempt}")
+    check_calls(run, inputs, (G, max_m, N), oracle(inputs), DEF, f"{name} {cid}")
 
 
 @pytest.mark.parametrize("name", SOLUTIONS)
@@ -91,20 +88,7 @@ def test_one_call_in_a_cuda_graph(name):
     max_m, masked_m = 128, [128, 40, 0, 77]
     inputs = make(max_m, masked_m, "quantized", seed=2)
     c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device="cuda")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(2):  # compile and fill any launch cache outside the capture
-            run(*inputs, c)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        run(*inputs, c)
+    graph = capture(run, inputs, c)
     for seed, mm in ((2, masked_m), (3, [5, 128, 64, 1])):
-        new = make(max_m, mm, "quantized", seed=seed)
-        for dst, src in zip(inputs[:5], new[:5]):
-            dst.copy_(src)
-        c.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
+        replay_on(graph, inputs, make(max_m, mm, "quantized", seed=seed), c)
         check(c, inputs, oracle(inputs), DEF, f"{name} graph replay, seed {seed}")

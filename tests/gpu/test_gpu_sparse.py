@@ -7,7 +7,7 @@ exact sizes, so compute-sanitizer's memcheck sees any read past an end (README, 
 import pytest
 import torch
 
-from gpu_solutions import call, check, entry_point, needs_cuda, own_solutions
+from gpu_solutions import call, capture, check, check_calls, entry_point, needs_cuda, own_solutions, replay_on
 from lowbit_gemm.oracle import sparse_gemm_oracle
 from lowbit_gemm.testing import sparse_pruned_inputs, sparse_random_inputs
 
@@ -49,9 +49,7 @@ def test_matches_oracle_and_reference(name, case):
     cid, m, how, opts = case
     run = entry_point(DEF, name)
     inputs = make(m, how, opts)
-    want = sparse_gemm_oracle(*inputs)
-    for attempt in ("first call", "second call"):  # the second may take a cached launch path
-        check(call(run, inputs, (m, N)), inputs, want, DEF, f"{name} {cid} {attempt}")
+    check_calls(run, inputs, (m, N), sparse_gemm_oracle(*inputs), DEF, f"{name} {cid}")
 
 
 @pytest.mark.parametrize("name", SOLUTIONS)
@@ -73,20 +71,7 @@ def test_one_call_in_a_cuda_graph(name):
     m = 256
     inputs = make(m, "pruned", {}, seed=2)
     c = torch.empty(m, N, dtype=torch.bfloat16, device="cuda")
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(2):  # compile and fill any launch cache outside the capture
-            run(*inputs, c)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        run(*inputs, c)
+    graph = capture(run, inputs, c)
     for seed in (2, 3):
-        new = make(m, "pruned", {}, seed=seed)
-        for dst, src in zip(inputs, new):
-            dst.copy_(src)
-        c.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
+        replay_on(graph, inputs, make(m, "pruned", {}, seed=seed), c)
         check(c, inputs, sparse_gemm_oracle(*inputs), DEF, f"{name} graph replay, seed {seed}")
