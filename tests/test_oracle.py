@@ -5,11 +5,12 @@ import torch
 
 from lowbit_gemm import numerics as nx
 from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle, sparse_gemm_oracle
+from lowbit_gemm.testing import fp8_random, sparse_random_inputs
 
 
 def test_grouped_oracle_masks_rows_and_applies_scales():
     g, max_m, n, k = 3, 5, 4, 128
-    a = torch.randn(g, max_m, k).clamp(-2, 2).to(torch.float8_e4m3fn)
+    a = fp8_random((g, max_m, k), seed=0)
     a_scale = torch.randn(g, max_m, 1)
     codes = torch.randint(0, 16, (g, n, k))
     b_scale = torch.randn(g, n, 4)
@@ -23,9 +24,7 @@ def test_grouped_oracle_masks_rows_and_applies_scales():
 
 
 def test_sparse_oracle_matches_dense_expansion():
-    vals = torch.randint(-128, 128, (7, 16), dtype=torch.int8)
-    meta = torch.randint(-128, 128, (7, 16), dtype=torch.int8)
-    b = torch.randn(5, 64).clamp(-2, 2).to(torch.float8_e4m3fn)
+    vals, meta, b = sparse_random_inputs(7, n=5, k=64)
     want = nx.sparse_a_dense(vals, meta, torch.float64) @ b.double().T
     torch.testing.assert_close(sparse_gemm_oracle(vals, meta, b), want)
 

@@ -3,13 +3,13 @@ exactly the source files."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 from flashinfer_bench.data import Solution, TraceSet
 
+from lowbit_gemm.packing import main as pack_main
 from lowbit_gemm.packing import pack, pack_all, solution_folders, source_files, stray_jsons
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,15 +90,8 @@ def test_packing_takes_sources_only(tmp_path):
                             "dependencies": [], "destination_passing_style": True}
 
 
-def _pack_script():
-    spec = importlib.util.spec_from_file_location("pack_solutions", ROOT / "scripts" / "pack_solutions.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
-
-
-def test_pack_script_check_mode(tmp_path, capsys):
-    main = _pack_script()
+def test_pack_command_check_mode(tmp_path, capsys):
+    main = pack_main  # what scripts/pack_solutions.py runs
     folder = tmp_path / "solutions" / "someone" / "gemm" / "d" / "demo"
     _write(folder, {"solution.toml": TOML, "main.py": "def run(*a): pass\n"})
     root = ["--root", str(tmp_path)]

@@ -15,6 +15,7 @@ RTOL = 1e-2
 MAX_REL_NORM = 2e-3
 
 
+# Not numerics.E2M1_VALUES on purpose: a decoder independent of the table everything else uses.
 def _e2m1_from_bits(codes: torch.Tensor) -> torch.Tensor:
     """E2M1 codes -> float64 from sign, exponent and mantissa bits."""
     c = codes.to(torch.int64)

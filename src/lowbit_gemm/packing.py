@@ -8,10 +8,13 @@ sorted by path, into ``<folder>/<name>.json`` next to them. TraceSet loads every
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List
+
+from .solutions import REPO_ROOT
 
 try:
     import tomllib
@@ -117,3 +120,34 @@ def stray_jsons(solutions_root: Path, packed: List[Packed]) -> List[Path]:
     """JSON files under ``solutions_root`` that are no packed solution (TraceSet would load them)."""
     expected = {p.json_path.resolve() for p in packed}
     return sorted(p for p in solutions_root.rglob("*.json") if p.resolve() not in expected)
+
+
+def main(argv=None) -> int:
+    """The command line of scripts/pack_solutions.py (its docstring says how it is used)."""
+    parser = argparse.ArgumentParser(description="Pack solution folders into their Solution JSON.")
+    parser.add_argument("folders", nargs="*", type=Path, help="solution folders (default: all)")
+    parser.add_argument("--check", action="store_true", help="report stale/missing/stray JSONs, write nothing")
+    parser.add_argument("--root", type=Path, default=REPO_ROOT, help="repository root")
+    args = parser.parse_args(argv)
+
+    solutions_root = args.root / "solutions"
+    packed = [pack(f.resolve()) for f in args.folders] if args.folders else pack_all(solutions_root)
+    problems = []
+    for p in packed:
+        rel = p.json_path.relative_to(args.root.resolve()) if p.json_path.is_relative_to(args.root.resolve()) else p.json_path
+        if p.up_to_date:
+            print(f"up to date  {rel}")
+        elif args.check:
+            problems.append(f"{'stale' if p.json_path.exists() else 'missing'}  {rel}")
+        else:
+            p.json_path.write_text(p.text, encoding="utf-8")
+            print(f"wrote       {rel}")
+    if not args.folders:
+        problems += [f"stray       {s} (not a packed solution; TraceSet would load it)" for s in stray_jsons(solutions_root, packed)]
+    if problems:
+        print("\n".join(problems))
+        if args.check:
+            print("run: python scripts/pack_solutions.py")
+        return 1
+    return 0
+

@@ -3,7 +3,7 @@
 Triton kernels run under the Triton interpreter, which must be switched on (TRITON_INTERPRET=1)
 before triton is first imported; scripts/run_benchmark.py does that. Each solution is called
 through its generic launcher when it has one (grouped_gemm_fp8_fp4_masked /
-sparse_gemm_fp4_fp8: any size), else through run(), on inputs made by lowbit_gemm.quantize, and
+sparse_gemm_fp4_fp8: any size), else through run(), on inputs made by lowbit_gemm.testing, and
 compared with the float64 oracles of lowbit_gemm.oracle. A solution that cannot run on a CPU
 at all (CUDA sources, cuSPARSELt, DeepGEMM) is reported as skipped with the reason; only a
 wrong result, or one of this project's own solutions failing to run, counts as a failure.
@@ -22,7 +22,7 @@ from .roofline import GROUPED, SPARSE
 
 # Reduced sizes: small enough for the interpreter, awkward enough to hit edges (a group with
 # no rows, masked_m past max_m, n and m not multiples of a tile).
-GROUPED_SMALL = dict(g=3, max_m=24, n=80, k=256, masked_m=(17, 0, 30), expected_m=16)
+GROUPED_SMALL = dict(max_m=24, n=80, k=256, masked_m=(17, 0, 30), expected_m=16)
 SPARSE_SMALL = dict(m=20, n=72, k=256)
 LAUNCHERS = {GROUPED: "grouped_gemm_fp8_fp4_masked", SPARSE: "sparse_gemm_fp4_fp8"}
 
@@ -37,30 +37,18 @@ class Check:
 
 
 def _grouped_case(seed: int = 0):
-    import torch
-
-    from lowbit_gemm.quantize import quantize_act_fp8_per128, quantize_weight_fp4_per32
+    from lowbit_gemm.testing import grouped_inputs, nan_output
 
     s = GROUPED_SMALL
-    gen = torch.Generator().manual_seed(seed)
-    a_fp8, a_scale = quantize_act_fp8_per128(torch.randn(s["g"], s["max_m"], s["k"], generator=gen))
-    b_fp4, b_scale = quantize_weight_fp4_per32(torch.randn(s["g"], s["n"], s["k"], generator=gen))
-    masked_m = torch.tensor(s["masked_m"], dtype=torch.int32)
-    c = torch.full((s["g"], s["max_m"], s["n"]), float("nan"), dtype=torch.bfloat16)
-    return (a_fp8, a_scale, b_fp4, b_scale, masked_m), s["expected_m"], c
+    *inputs, _ = grouped_inputs(s["max_m"], s["masked_m"], s["n"], s["k"], seed=seed, weight_std=1.0)
+    return tuple(inputs), s["expected_m"], nan_output((len(s["masked_m"]), s["max_m"], s["n"]))
 
 
 def _sparse_case(seed: int = 0):
-    import torch
-
-    from lowbit_gemm.quantize import prune_2of4_fp4
+    from lowbit_gemm.testing import nan_output, sparse_pruned_inputs
 
     s = SPARSE_SMALL
-    gen = torch.Generator().manual_seed(seed)
-    a_vals, a_meta = prune_2of4_fp4(torch.randn(s["m"], s["k"], generator=gen) * 2)
-    b_fp8 = torch.randn(s["n"], s["k"], generator=gen).clamp(-4, 4).to(torch.float8_e4m3fn)
-    c = torch.full((s["m"], s["n"]), float("nan"), dtype=torch.bfloat16)
-    return (a_vals, a_meta, b_fp8), None, c
+    return sparse_pruned_inputs(s["m"], s["n"], s["k"], seed=seed), None, nan_output((s["m"], s["n"]))
 
 
 def _caller(definition: str, mod) -> tuple[Callable, str]:

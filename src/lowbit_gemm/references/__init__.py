@@ -3,7 +3,8 @@ constraints, and the reference source file beside this module.
 
 ``scripts/make_definitions.py`` writes ``definitions/gemm/<name>.json`` from here and
 ``tests/test_definitions.py`` fails when a JSON is out of date. The reference files import only
-torch: FlashInfer-Bench execs their text, where this package is not installed.
+torch: FlashInfer-Bench execs their text, where this package is not installed, so each keeps
+its own E2M1 table instead of lowbit_gemm.numerics' (the tests hold them to the oracles).
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""One line per profiled kernel from `ncu --csv --metrics ...` output (diagnostics).
+"""One line per profiled kernel from `ncu --csv --metrics ...` output.
 
 The stall metrics are smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio:
 warps stalled for that reason per issued instruction; the largest few say what a kernel
 waits on (long_scoreboard: global memory; barrier: __syncthreads; wait: fixed-latency
 dependencies; math_pipe_throttle / mio_throttle: a busy pipe).
 
-Usage: python3 scripts/ncu_table.py ncu.csv
+Usage, on a GPU host, with any launcher (here the GPU tests of one case):
+  ncu --csv --metrics "$(python tools/ncu_table.py --metrics)" \\
+      python -m pytest -q tests/gpu -k "max_m_1-" > ncu.csv
+  python tools/ncu_table.py ncu.csv
 """
 
 import csv

@@ -1,14 +1,13 @@
-"""Where a kernel's warps stall, from `ncu -i REPORT --page source --csv --print-source sass`
-(fifteenth session, run 59c): python3 scripts/ncu_source_top.py FILE.csv [N]
+"""Where a kernel's warps stall, from `ncu -i REPORT --page source --csv --print-source sass`.
 
 Prints the warp-stall samples per code region (the SASS between two SETMAXREG or EXIT
-instructions: in a warp-specialised Gluon kernel, roughly one region per partition, so the
-regions say which partition waits and for how long), then the N SASS lines (default 30) with
-the most samples, each with its top stall reasons. The report of the small-bucket Gluon kernel,
-say (`gpu_ir_probe.py ncu` launches it at max_m 64):
-  ncu -k regex:fused_ws_kernel --launch-count 1 --section SourceCounters --section WarpStateStats \\
-      -o REPORT python3 scripts/gpu_ir_probe.py ncu
-  ncu -i REPORT.ncu-rep --page source --csv --print-source sass > SRC.csv"""
+instructions: in a warp-specialised kernel, roughly one region per partition, so the regions
+say which partition waits and for how long), then the N SASS lines (default 30) with the most
+samples, each with its top stall reasons. On a GPU host, with any launcher:
+  ncu -k regex:KERNEL --launch-count 1 --section SourceCounters --section WarpStateStats \\
+      -o REPORT python -m pytest -q tests/gpu -k "max_m_1-"
+  ncu -i REPORT.ncu-rep --page source --csv --print-source sass > SRC.csv
+  python tools/ncu_source_top.py SRC.csv [N]"""
 
 import csv
 import sys

@@ -1,0 +1,94 @@
+"""Definition A's own solutions on a CUDA GPU, through their public entry point, at the
+definition's sizes (g 4, n = k = 2048): edge cases of masked_m and max_m, serving-shaped and
+harness-shaped inputs, scheduling hints that are wrong, and one call captured in a CUDA graph.
+Tensors are allocated at their exact sizes, so compute-sanitizer's memcheck sees any read past
+an end (README, Development)."""
+
+import pytest
+import torch
+
+from gpu_solutions import call, capture, check, check_calls, entry_point, needs_cuda, own_solutions, replay_on
+from lowbit_gemm.oracle import grouped_gemm_oracle
+from lowbit_gemm.testing import expected_m_hint, grouped_inputs, grouped_random_inputs, wide_b_scale
+
+pytestmark = needs_cuda
+triton = pytest.importorskip("triton")
+
+DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
+G, N, K = 4, 2048, 2048
+SOLUTIONS = own_solutions(DEF)
+
+# (id, max_m, masked_m, how the inputs are made)
+CASES = [
+    ("max_m_1", 1, [1, 1, 0, 1], "quantized"),
+    ("rows_1_63_65_128", 128, [1, 63, 65, 128], "quantized"),
+    ("max_m_65_full", 65, [65, 63, 1, 64], "quantized"),
+    ("odd_max_m_5", 5, [5, 3, 0, 9], "quantized"),
+    ("odd_max_m_41", 41, [41, 17, -1, 30], "quantized"),
+    ("decode_rows", 128, [9, 32, 17, 24], "quantized"),
+    ("out_of_range", 256, [-7, 300, 0, 100], "quantized"),
+    ("int32_extremes", 64, [2**31 - 1, -2**31, 1, 0], "quantized"),
+    ("all_empty", 256, [0, 0, 0, 0], "quantized"),
+    ("one_full_group", 256, [256, 0, 0, 0], "quantized"),
+    ("max_m_512_full", 512, [512] * 4, "quantized"),
+    ("max_m_1024_three_quarters", 1024, [768, 700, 812, 790], "quantized"),
+    ("max_m_4096_few_rows", 4096, [20, 14, 26, 23], "quantized"),
+    ("max_m_4096_many_rows", 4096, [1228, 1100, 1390, 1300], "quantized"),
+    ("outlier_channels", 64, [64, 40, 12, 33], "outliers"),
+    ("outlier_channels_large", 1024, [1024, 600, 900, 1000], "outliers"),
+    ("harness_random", 64, [64, 17, 0, 50], "random"),
+    ("harness_random_large", 512, [512, 300, 129, 511], "random"),
+    ("wide_b_scale", 128, [128, 100, 31, 77], "wide"),
+]
+
+
+def make(max_m, masked_m, how, seed=0, expected_m=None):
+    if how == "random":
+        inputs = grouped_random_inputs(max_m, masked_m, N, K, seed=seed,
+                                       expected_m=expected_m_hint(masked_m, max_m))
+    else:
+        inputs = grouped_inputs(max_m, masked_m, N, K, seed=seed, outliers=how == "outliers")
+    if how == "wide":
+        inputs = (*inputs[:3], wide_b_scale(G, N, K, seed=seed), *inputs[4:])
+    if expected_m is not None:
+        inputs = (*inputs[:5], expected_m)
+    return tuple(t.cuda() if isinstance(t, torch.Tensor) else t for t in inputs)
+
+
+def oracle(inputs):
+    return grouped_gemm_oracle(*inputs[:5])
+
+
+@pytest.mark.parametrize("name", SOLUTIONS)
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_matches_oracle_and_reference(name, case):
+    cid, max_m, masked_m, how = case
+    run = entry_point(DEF, name)
+    inputs = make(max_m, masked_m, how)
+    check_calls(run, inputs, (G, max_m, N), oracle(inputs), DEF, f"{name} {cid}")
+
+
+@pytest.mark.parametrize("name", SOLUTIONS)
+@pytest.mark.parametrize("max_m, masked_m, hint", [
+    (1024, [900, 1000, 1024, 800], 1),     # hint far below the rows
+    (64, [3, 1, 0, 2], 4096),              # hint far above max_m
+    (256, [100, 200, 50, 0], -5),          # negative hint
+], ids=["hint_too_small", "hint_too_large", "hint_negative"])
+def test_expected_m_never_changes_the_result(name, max_m, masked_m, hint):
+    run = entry_point(DEF, name)
+    inputs = make(max_m, masked_m, "quantized", seed=1, expected_m=hint)
+    check(call(run, inputs, (G, max_m, N)), inputs, oracle(inputs), DEF, f"{name} hint {hint}")
+
+
+@pytest.mark.parametrize("name", SOLUTIONS)
+def test_one_call_in_a_cuda_graph(name):
+    """Captured once, replayed on the captured inputs and again after they are overwritten in
+    place: a replay must read the inputs, not what the capture saw."""
+    run = entry_point(DEF, name)
+    max_m, masked_m = 128, [128, 40, 0, 77]
+    inputs = make(max_m, masked_m, "quantized", seed=2)
+    c = torch.empty(G, max_m, N, dtype=torch.bfloat16, device="cuda")
+    graph = capture(run, inputs, c)
+    for seed, mm in ((2, masked_m), (3, [5, 128, 64, 1])):
+        replay_on(graph, inputs, make(max_m, mm, "quantized", seed=seed), c)
+        check(c, inputs, oracle(inputs), DEF, f"{name} graph replay, seed {seed}")

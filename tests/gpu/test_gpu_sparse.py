@@ -1,0 +1,77 @@
+"""Definition B's own solutions on a CUDA GPU, through their public entry point, at the
+definition's sizes (n = k = 2048): m from 1 to 8192 including 63 and 65 around a tile, pruned
+and random 2:4 metadata (repeated positions, high bits), every metadata byte, e4m3 B at its
+full range (amax 448), and one call captured in a CUDA graph. Tensors are allocated at their
+exact sizes, so compute-sanitizer's memcheck sees any read past an end (README, Development)."""
+
+import pytest
+import torch
+
+from gpu_solutions import call, capture, check, check_calls, entry_point, needs_cuda, own_solutions, replay_on
+from lowbit_gemm.oracle import sparse_gemm_oracle
+from lowbit_gemm.testing import sparse_pruned_inputs, sparse_random_inputs
+
+pytestmark = needs_cuda
+triton = pytest.importorskip("triton")
+
+DEF = "sparse_gemm_fp4_fp8_n2048_k2048"
+N = K = 2048
+SOLUTIONS = own_solutions(DEF)
+
+# (id, m, builder and its options)
+CASES = [(f"pruned_m_{m}", m, "pruned", {}) for m in (1, 2, 3, 7, 16, 37, 63, 64, 65, 256, 1000, 2048)]
+CASES += [
+    ("random_meta_m_64", 64, "random", {}),
+    ("random_meta_m_1000", 1000, "random", {}),
+    ("pruned_meta_random_vals_m_4096", 4096, "random", {"pruned_meta": True}),
+    ("pruned_meta_random_vals_m_8192", 8192, "random", {"pruned_meta": True}),
+    ("full_range_b_m_16", 16, "pruned", {"full_range_b": True}),
+    ("full_range_b_m_1024", 1024, "pruned", {"full_range_b": True}),
+    ("every_meta_byte_m_8", 8, "all_meta", {}),
+]
+
+
+def make(m, how, opts, seed=0):
+    if how == "pruned":
+        inputs = sparse_pruned_inputs(m, N, K, seed=seed, **opts)
+    elif how == "random":
+        inputs = sparse_random_inputs(m, N, K, seed=seed, **opts)
+    else:  # each row holds all 256 meta bytes twice
+        vals, _, b = sparse_random_inputs(m, N, K, seed=seed)
+        meta = torch.arange(256).repeat(m, K // 4 // 256).to(torch.uint8).view(torch.int8)
+        inputs = (vals, meta, b)
+    return tuple(t.cuda() for t in inputs)
+
+
+@pytest.mark.parametrize("name", SOLUTIONS)
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_matches_oracle_and_reference(name, case):
+    cid, m, how, opts = case
+    run = entry_point(DEF, name)
+    inputs = make(m, how, opts)
+    check_calls(run, inputs, (m, N), sparse_gemm_oracle(*inputs), DEF, f"{name} {cid}")
+
+
+@pytest.mark.parametrize("name", SOLUTIONS)
+def test_a_call_after_a_larger_one(name):
+    """Workspaces or counters a large call leaves behind must not leak into a smaller one."""
+    run = entry_point(DEF, name)
+    call(run, make(4096, "random", {"pruned_meta": True}, seed=5), (4096, N))
+    inputs = make(8192, "random", {"pruned_meta": True}, seed=6)
+    check(call(run, inputs, (8192, N)), inputs, sparse_gemm_oracle(*inputs), DEF, f"{name} after m 4096")
+    inputs = make(65, "pruned", {}, seed=7)
+    check(call(run, inputs, (65, N)), inputs, sparse_gemm_oracle(*inputs), DEF, f"{name} m 65 after m 8192")
+
+
+@pytest.mark.parametrize("name", SOLUTIONS)
+def test_one_call_in_a_cuda_graph(name):
+    """Captured once, replayed on the captured inputs and again after they are overwritten in
+    place: a replay must read the inputs, not what the capture saw."""
+    run = entry_point(DEF, name)
+    m = 256
+    inputs = make(m, "pruned", {}, seed=2)
+    c = torch.empty(m, N, dtype=torch.bfloat16, device="cuda")
+    graph = capture(run, inputs, c)
+    for seed in (2, 3):
+        replay_on(graph, inputs, make(m, "pruned", {}, seed=seed), c)
+        check(c, inputs, sparse_gemm_oracle(*inputs), DEF, f"{name} graph replay, seed {seed}")

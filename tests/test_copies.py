@@ -1,0 +1,35 @@
+"""Files that self-contained solutions carry as copies stay byte-identical to their canonical one.
+
+A solution must run where this package is not installed (the leaderboard builds it from its
+own sources), so code that several solutions need (the launch cache, argument checks, bf16
+rounding) is kept as one canonical file and copied, unchanged, into each solution that uses
+it. COPIES lists them: canonical path -> the paths of its copies, all from the repository
+root. Whoever adds a copy adds its row; an edit goes into the canonical file and is copied
+out again, and this test fails until every copy matches.
+"""
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# No file is shared this way yet: the solutions' common pieces are still written apart.
+COPIES: dict[str, list[str]] = {}
+
+PAIRS = [(canonical, copy) for canonical, copies in COPIES.items() for copy in copies]
+
+
+@pytest.mark.skipif(not PAIRS, reason="no deliberate copies listed in COPIES")
+@pytest.mark.parametrize("canonical, copy", PAIRS or [("", "")], ids=[c for _, c in PAIRS] or ["none"])
+def test_copy_is_byte_identical(canonical, copy):
+    want = (ROOT / canonical).read_bytes()
+    got = (ROOT / copy).read_bytes()
+    assert got == want, f"{copy} has drifted from {canonical}: copy the canonical file over it"
+
+
+def test_table_names_existing_files_once():
+    listed = [c for c in COPIES] + [c for _, c in PAIRS]
+    assert len(listed) == len(set(listed)), "a path appears twice in COPIES"
+    missing = [p for p in listed if not (ROOT / p).is_file()]
+    assert not missing, f"COPIES names files that do not exist: {missing}"
