@@ -222,3 +222,24 @@ def test_mismatched_tensor_fails_generation_before_writing(tmp_path, monkeypatch
     with pytest.raises(ValueError, match=r"'b_fp8'.*\[n=2048, k=2048\]"):
         gen.generate(tmp_path, [SPARSE])
     assert not (tmp_path / "workloads").exists()
+
+
+@pytest.mark.parametrize("name,case", [(GROUPED, "serving_decode_max_m_64"), (SPARSE, "serving_pruned_m_129")])
+def test_float32_reference_passes_the_check_on_serving_data(name, case):
+    """The harness checks solutions against the float32 reference: on these inputs that
+    reference must itself be within the check of a float64 computation."""
+    from flashinfer_bench.bench.utils import gen_inputs
+
+    from lowbit_gemm.bench.exactness import exactness
+    from lowbit_gemm.oracle import grouped_gemm_oracle, sparse_gemm_oracle
+    from lowbit_gemm.references import load_reference
+
+    uid = _gen_module().workload_uuid(name, case)
+    wl, safe = next((w, t) for w, t in loaded(name) if w.uuid == uid)
+    torch.manual_seed(0)
+    inputs = gen_inputs(trace_set().definitions[name], wl, device="cpu", safe_tensors=safe)
+    with torch.no_grad():
+        out = load_reference(name)(*inputs)
+    exact = grouped_gemm_oracle(*inputs[:5]) if name == GROUPED else sparse_gemm_oracle(*inputs)
+    e = exactness(out, exact.to(torch.bfloat16))
+    assert e.bad_elements == 0 and e.worst_margin < 1.0
