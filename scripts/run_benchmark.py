@@ -8,9 +8,11 @@
 
 Steps on a CUDA GPU:
  1. pack solutions/ into Solution JSON (so the harness runs what is in the folders now);
- 2. measure this GPU's ceilings (copy bandwidth, FP8 GEMM rate);
+ 2. measure this GPU's ceilings (copy bandwidth, FP8 GEMM rate) and the launch floor (the
+    harness-style latency of an empty Triton launch and of torch's smallest op);
  3. per definition: FlashInfer-Bench's Benchmark on every chosen solution x workload
-    (progress bar), traces appended under traces/; then our own graph-replay timing;
+    (progress bar), traces appended under traces/; then our own exactness check (bad
+    elements, worst margin, on the harness's inputs) and graph-replay timing;
  4. write docs/results.md, docs/results.json and docs/img/<definition>.png.
 Exit status 1 when any of this project's own (author "lowbit") solutions fails a workload.
 
@@ -86,7 +88,7 @@ def write_report(results, docs: Path) -> None:
 def run_gpu(args) -> int:
     from flashinfer_bench.bench import BenchmarkConfig
 
-    from lowbit_gemm.bench import ceilings, harness, report
+    from lowbit_gemm.bench import ceilings, harness, launch_floor, report
     from lowbit_gemm.bench.results import RunResults
 
     docs = args.docs or args.root / "docs"
@@ -102,11 +104,15 @@ def run_gpu(args) -> int:
     ceil = ceilings.measure(quick=args.quick)
     print(f"{ceil.gpu}: copy {ceil.copy_bytes_per_s / 1e12:.2f} TB/s, "
           f"FP8 GEMM {ceil.fp8_flops_per_s / 1e12:.0f} TFLOP/s, L2 {ceil.l2_bytes / 2**20:.0f} MiB")
+    floor = launch_floor.measure()
+    if floor:
+        print("launch floor (harness-style mean): "
+              + ", ".join(f"{launch_floor.LABELS.get(k, k)} {v:.1f} us" for k, v in floor.items()))
     config = (BenchmarkConfig(warmup_runs=3, iterations=20, num_trials=1) if args.quick
               else BenchmarkConfig())
     reps = 5 if args.quick else 30
     results = RunResults(date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-                         ceilings=ceil,
+                         ceilings=ceil, launch_floor=floor,
                          command="python scripts/run_benchmark.py " + " ".join(map(shlex.quote, sys.argv[1:])))
     for sel in selections:
         d = sel.definition.name

@@ -19,7 +19,7 @@ from lowbit_gemm.numerics import is_power_of_two
 from lowbit_gemm.references import GROUPED, SPARSE
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOB_LIMIT = 20 * 1024 * 1024
+BLOB_LIMIT = 40 * 1024 * 1024
 
 
 @lru_cache(maxsize=None)
@@ -35,6 +35,7 @@ def loaded(name: str):
     return [(t.workload, load_safetensors(d, t.workload, ts.root)) for t in ts.workloads[name]]
 
 
+@lru_cache(maxsize=None)
 def _gen_module():
     spec = importlib.util.spec_from_file_location("gen_workloads", ROOT / "scripts" / "gen_workloads.py")
     module = importlib.util.module_from_spec(spec)
@@ -95,9 +96,11 @@ def test_grouped_cases_present():
 
 
 def test_grouped_b_scale_from_real_quantization_is_shared():
-    paths = Counter(w.inputs["b_scale"].path for w, _ in loaded(GROUPED))
+    serving = descriptions(GROUPED)
+    plain = [(w, t) for w, t in loaded(GROUPED) if w.uuid not in serving]
+    paths = Counter(w.inputs["b_scale"].path for w, _ in plain)
     shared, count = paths.most_common(1)[0]
-    assert count >= len(loaded(GROUPED)) - 1
+    assert count >= len(plain) - 1
     b_scale = next(t["b_scale"] for w, t in loaded(GROUPED) if w.inputs["b_scale"].path == shared)
     row_max = b_scale.amax(-1)
     assert row_max.max() / row_max.min() >= 2**6, "rows of different magnitude"
@@ -132,3 +135,111 @@ def test_generator_is_deterministic(tmp_path):
     assert produced == committed
     for rel in produced:
         assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), f"{rel} differs on regeneration"
+
+
+@lru_cache(maxsize=None)
+def descriptions(name: str) -> dict:
+    import json
+
+    return json.loads((ROOT / "workloads" / "gemm" / f"{name}.descriptions.json").read_text())
+
+
+@pytest.mark.parametrize("name", [GROUPED, SPARSE])
+def test_serving_workloads_are_described(name):
+    notes = descriptions(name)
+    uuids = {w.uuid for w, _ in loaded(name)}
+    assert notes and set(notes) <= uuids
+    gen = _gen_module()
+    for uid, note in notes.items():
+        assert note["case"].startswith("serving_") and gen.workload_uuid(name, note["case"]) == uid
+        assert len(note["description"]) > 80
+
+
+def test_serving_grouped_cases_and_outlier_share():
+    notes = descriptions(GROUPED)
+    serving = [(w, t) for w, t in loaded(GROUPED) if w.uuid in notes]
+    rows = {w.axes["max_m"]: t["masked_m"].tolist() for w, t in serving}
+    assert 64 in rows and all(20 <= x <= 28 for x in rows[64]), "decode-like, ~24 rows a group"
+    assert any(max_m == 512 and sum(r) >= 0.95 * 2048 for max_m, r in rows.items())
+    assert any(max_m >= 1024 and sum(r) >= 4 * 768 * 0.9 for max_m, r in rows.items())
+    for w, t in serving:  # stored activations, one shared b_scale, codes left to the harness
+        assert w.inputs["a_fp8"].type == "safetensors" and w.inputs["b_fp4"].type == "random"
+    assert len({w.inputs["b_scale"].path for w, _ in serving}) == 1
+    b_scale = serving[0][1]["b_scale"]
+    assert is_power_of_two(b_scale).all()
+    share = _gen_module().wide_block_share(b_scale)
+    assert share >= 0.05, f"only {share:.3%} of 128-k blocks span >= 4 binades"
+    for uid, note in notes.items():
+        assert f"{100 * share:.1f} % of 128-k blocks" in note["description"]
+    # the activations' outlier channels: per 128-block a_scale far above the median block
+    for w, t in serving:
+        col = t["a_scale"][:, : min(t["masked_m"].tolist() + [w.axes["max_m"]])].float()
+        ratio = col.amax(dim=(0, 1)) / col.median()
+        assert (ratio > 5).any(), "some 128-k blocks hold an outlier channel"
+
+
+def test_outlier_activation_channels_differ_per_case():
+    gen = _gen_module()
+    picks = []
+    for case in ("a", "b"):
+        x, s = gen.outlier_activations(f"test/{case}", 4)
+        a = (x.float().reshape(4, 4, 16, 128) * s.unsqueeze(-1)).reshape(4, 4, -1)
+        rms = a.pow(2).mean(dim=(0, 1)).sqrt()
+        picks.append(set((rms > 15 * rms.median()).nonzero().flatten().tolist()))
+    assert 6 <= len(picks[0]) <= gen.OUTLIER_CHANNELS and picks[0] != picks[1]
+
+
+def test_serving_sparse_b_fp8_at_full_range():
+    notes = descriptions(SPARSE)
+    serving = [(w, t) for w, t in loaded(SPARSE) if w.uuid in notes]
+    ms = {w.axes["m"] for w, _ in serving}
+    assert {64, 1024, 4096, 8192} <= ms and any(m % 64 for m in ms)
+    assert {w.inputs["a_meta"].type for w, _ in serving} == {"safetensors", "random"}
+    assert len({w.inputs["b_fp8"].path for w, _ in serving}) == 1
+    b = serving[0][1]["b_fp8"].float()
+    assert b.abs().max().item() == 448.0
+    kurt = ((b - b.mean(1, keepdim=True)) ** 4).mean(1) / b.var(1) ** 2
+    assert (kurt > 6).sum() > 100 and (kurt < 3.5).sum() > 1000, "heavy-tailed and Gaussian rows"
+
+
+def test_definition_mismatch_names_the_tensor():
+    gen = _gen_module()
+    bad = {"b_scale": torch.ones(4, 2048, 32)}
+    with pytest.raises(ValueError, match=r"'b_scale'.*float32 \[g=4, n=2048, k_b_blocks=64\]"):
+        gen.check_tensors(GROUPED, bad)
+    with pytest.raises(ValueError, match=r"'a_meta' is torch.uint8.*int8 \[m=5, g=512\]"):
+        gen.check_tensors(SPARSE, {"a_meta": torch.zeros(5, 512, dtype=torch.uint8)}, {"m": 5})
+    with pytest.raises(ValueError, match="'a_vals'.*m=7"):
+        gen.check_tensors(SPARSE, {"a_vals": torch.zeros(5, 512, dtype=torch.int8)}, {"m": 7})
+    with pytest.raises(ValueError, match="'nope' is no input"):
+        gen.check_tensors(SPARSE, {"nope": torch.zeros(1)})
+    gen.check_tensors(SPARSE, {"a_vals": torch.zeros(5, 512, dtype=torch.int8)}, {"m": 5})
+
+
+def test_mismatched_tensor_fails_generation_before_writing(tmp_path, monkeypatch):
+    gen = _gen_module()
+    monkeypatch.setattr(gen, "full_range_b_fp8", lambda case: torch.zeros(2048, 1024, dtype=torch.float8_e4m3fn))
+    with pytest.raises(ValueError, match=r"'b_fp8'.*\[n=2048, k=2048\]"):
+        gen.generate(tmp_path, [SPARSE])
+    assert not (tmp_path / "workloads").exists()
+
+
+@pytest.mark.parametrize("name,case", [(GROUPED, "serving_decode_max_m_64"), (SPARSE, "serving_pruned_m_129")])
+def test_float32_reference_passes_the_check_on_serving_data(name, case):
+    """The harness checks solutions against the float32 reference: on these inputs that
+    reference must itself be within the check of a float64 computation."""
+    from flashinfer_bench.bench.utils import gen_inputs
+
+    from lowbit_gemm.bench.exactness import exactness
+    from lowbit_gemm.oracle import grouped_gemm_oracle, sparse_gemm_oracle
+    from lowbit_gemm.references import load_reference
+
+    uid = _gen_module().workload_uuid(name, case)
+    wl, safe = next((w, t) for w, t in loaded(name) if w.uuid == uid)
+    torch.manual_seed(0)
+    inputs = gen_inputs(trace_set().definitions[name], wl, device="cpu", safe_tensors=safe)
+    with torch.no_grad():
+        out = load_reference(name)(*inputs)
+    exact = grouped_gemm_oracle(*inputs[:5]) if name == GROUPED else sparse_gemm_oracle(*inputs)
+    e = exactness(out, exact.to(torch.bfloat16))
+    assert e.bad_elements == 0 and e.worst_margin < 1.0

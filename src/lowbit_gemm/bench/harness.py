@@ -197,34 +197,67 @@ def harness_measurements(ts, sel: Selection, traces: list) -> List[Measurement]:
     return got
 
 
+def _ran(m: Measurement) -> bool:
+    """The harness ran the solution to the end (its output exists to be measured)."""
+    return m.status in ("PASSED", "INCORRECT_NUMERICAL")
+
+
 def time_solutions(ts, sel: Selection, measurements: List[Measurement], l2_bytes: int,
                    reps: int, bar=None) -> None:
-    """Fill graph_us (and prepared_us) of every timeable measurement of this selection."""
+    """Fill the exactness fields of every measurement whose solution ran, and graph_us (and
+    prepared_us) of every timeable one, for this selection.
+
+    Exactness: one draw of the harness's own inputs per workload (gen_inputs + the workload's
+    safetensors), the definition's reference run on it (as the harness builds it), and each
+    solution run on the same draw into NaN-poisoned outputs (bench.exactness)."""
     import sys
 
     import torch
-    from flashinfer_bench.bench.evaluators.utils import allocate_outputs
+    from flashinfer_bench.bench.evaluators.utils import allocate_outputs, normalize_result
     from flashinfer_bench.bench.utils import gen_inputs, load_safetensors
     from flashinfer_bench.compile import BuilderRegistry
 
+    from .exactness import exactness, poisoned
     from .timing import time_call
 
     definition = sel.definition
     registry = BuilderRegistry.get_instance()
     sols = {s.name: s for s in sel.solutions}
     wls = {t.workload.uuid: t.workload for t in sel.workloads}
-    for m in measurements:
-        if bar is not None:
-            bar.update(1)
-        if not m.timeable or m.definition != definition.name:
-            continue
-        try:
-            runnable = registry.build(definition, sols[m.solution])
-            wl = wls[m.workload_uuid]
+    drawn = {}  # workload uuid -> (inputs, reference outputs)
+
+    def inputs_and_reference(uuid):
+        if uuid not in drawn:
+            wl = wls[uuid]
             safe = (load_safetensors(definition, wl, Path(ts.root))
                     if any(s.type == "safetensors" for s in wl.inputs.values()) else {})
             inputs = gen_inputs(definition, wl, device="cuda:0", safe_tensors=safe)
+            with torch.no_grad():
+                ref = registry.build_reference(definition)(*inputs)
+            drawn[uuid] = (inputs, normalize_result(definition, ref, "cuda:0"))
+        return drawn[uuid]
+
+    for m in measurements:
+        if bar is not None:
+            bar.update(1)
+        if not _ran(m) or m.definition != definition.name:
+            continue
+        try:
+            runnable = registry.build(definition, sols[m.solution])
+            inputs, ref = inputs_and_reference(m.workload_uuid)
             outputs = allocate_outputs(definition, inputs, "cuda:0")
+            with torch.no_grad():
+                if sols[m.solution].spec.destination_passing_style:
+                    runnable(*inputs, *poisoned(outputs))
+                    got = outputs
+                else:
+                    got = normalize_result(definition, runnable(*inputs), "cuda:0")
+            checks = [exactness(o, r) for o, r in zip(got, ref)]
+            m.bad_elements = sum(c.bad_elements for c in checks)
+            m.worst_margin = max(c.worst_margin for c in checks)
+            m.checked_elements = sum(c.elements for c in checks)
+            if not m.timeable:
+                continue
             t = time_call(lambda *a: runnable(*a), inputs + outputs, l2_bytes, reps)
             m.graph_us, m.graph_method = t.median_us, t.method
             # A solution may split one-time preparation (e.g. cuSPARSELt compression of A)
@@ -241,3 +274,4 @@ def time_solutions(ts, sel: Selection, measurements: List[Measurement], l2_bytes
             m.note = (m.note + "; " if m.note else "") + f"own timing failed: {e}"[:300]
         finally:
             torch.cuda.synchronize()
+    drawn.clear()

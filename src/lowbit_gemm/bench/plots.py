@@ -5,7 +5,9 @@ Panels, left to right:
    floor as a grey line and the published B200 figure as a hollow star labelled with its GPU;
 2. achieved fraction of the floor (%, log-log, fractions span decades): the roofline view,
    100% = at the hardware limit;
-3. speedup of each solution over the definition's PyTorch reference (harness latencies), log-log.
+3. speedup of each solution over the definition's PyTorch reference (harness latencies), log-log;
+4. exactness: each solution's worst margin against the harness's check (log y; 1.0, the edge of
+   failing, as a red line), failed cells included, since that is where it matters.
 Headless: the Agg backend is forced, so this runs on CI machines without a display.
 """
 
@@ -31,7 +33,7 @@ def plot_definition(results: RunResults, definition: str, path: Path) -> Path:
     rows = workload_rows(results, definition)
     sols = solution_order(rows)
     axis = size_axis(definition)
-    fig, (ax_lat, ax_frac, ax_sp) = plt.subplots(1, 3, figsize=(18, 7))
+    fig, (ax_lat, ax_frac, ax_sp, ax_ex) = plt.subplots(1, 4, figsize=(24, 7))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
     xs_floor = [(r.work.size, r.floors.floor_us) for r in rows if r.floors]
@@ -57,6 +59,11 @@ def plot_definition(results: RunResults, definition: str, path: Path) -> Path:
                     if speedup(r.reference_us, m.harness_us))
         if sp:
             ax_sp.plot(*zip(*sp), marker=marker, color=color, label=name)
+        ex = sorted((r.work.size, max(r.cells[name].worst_margin, 1e-4)) for r in rows
+                    if name in r.cells and r.cells[name].worst_margin is not None
+                    and r.cells[name].worst_margin != float("inf"))
+        if ex:
+            ax_ex.plot(*zip(*ex), ls="", marker=marker, color=color, label=name)
     for p in published_for(definition):
         x = p.axes.get(axis)
         ax_lat.scatter([x], [p.latency_us], marker="*", s=250, facecolors="none",
@@ -72,7 +79,11 @@ def plot_definition(results: RunResults, definition: str, path: Path) -> Path:
     ax_sp.set(xscale="log", yscale="log", xlabel=f"{axis} (rows)",
               ylabel="speedup over reference (×, harness)", title="Speedup over the reference")
     ax_sp.axhline(1, color="grey", lw=1, ls=":")
-    for ax in (ax_lat, ax_frac, ax_sp):
+    ax_ex.set(xscale="log", yscale="log", xlabel=f"{axis} (rows)",
+              ylabel="worst margin (max |out-ref| / max(atol, rtol·|ref|))",
+              title="Exactness (above 1.0 fails the check)")
+    ax_ex.axhline(1, color="red", lw=1, ls="--")
+    for ax in (ax_lat, ax_frac, ax_sp, ax_ex):
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             # Below the axes: inside, the legend would hide the points it names.

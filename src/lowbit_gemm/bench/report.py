@@ -173,6 +173,53 @@ def speedup_table(definition: str, rows: List[WorkloadRow], sols) -> List[str]:
     return _table(header, body)
 
 
+def _margin(x: Optional[float]) -> str:
+    if x is None:
+        return "–"
+    return "inf" if x == float("inf") else (f"{x:.3g}")
+
+
+def _cell_exactness(m: Optional[Measurement]) -> str:
+    if m is None or m.bad_elements is None:
+        return "–"
+    mark = "" if m.bad_elements == 0 and (m.worst_margin or 0) <= 1 else " ✗"
+    return f"{m.bad_elements:,} / {_margin(m.worst_margin)}{mark}"
+
+
+def exactness_table(definition: str, rows: List[WorkloadRow], sols) -> List[str]:
+    header = ["workload", "elements"] + [n for n, _ in sols]
+    body = []
+    for r in rows:
+        sizes = [m.checked_elements for m in r.cells.values() if m.checked_elements]
+        line = [workload_label(definition, r), f"{max(sizes):,}" if sizes else "–"]
+        line += [_cell_exactness(r.cells.get(n)) for n, _ in sols]
+        body.append(line)
+    return _table(header, body)
+
+
+def launch_floor_table(floor: Optional[Dict[str, float]]) -> List[str]:
+    from .launch_floor import LABELS
+
+    if not floor:
+        return []
+    return _table(["launch", "harness-style mean µs"],
+                  [[LABELS.get(k, k), _us(v)] for k, v in floor.items()])
+
+
+def host_table(definition: str, rows: List[WorkloadRow], sols,
+               floor: Optional[Dict[str, float]]) -> List[str]:
+    fl = min(floor.values()) if floor else None
+    header = ["workload", "launch floor µs"] + [n for n, _ in sols]
+    body = []
+    for r in rows:
+        line = [workload_label(definition, r), _us(fl)]
+        for n, _ in sols:
+            m = r.cells.get(n)
+            line.append(_us(m.host_us) if m is not None and m.host_us is not None else "–")
+        body.append(line)
+    return _table(header, body)
+
+
 def failures(results: RunResults) -> List[Measurement]:
     return [m for m in results.measurements if not m.passed]
 
@@ -197,6 +244,12 @@ def render(results: RunResults, plots: Optional[Dict[str, str]] = None) -> str:
              "device-to-device copy of 2 GiB, read + write bytes, median"],
             ["FP8 dense GEMM", f"{c.fp8_flops_per_s / 1e12:.0f} TFLOP/s",
              "torch._scaled_mm e4m3 8192³ → bf16, median"]])
+    if results.launch_floor:
+        lines += ["## Launch floor measured in this run", "",
+                  "Harness-style latency (synchronize, event, call, event; 256 MiB zero_() before "
+                  "each; mean of 100) of calls that do next to nothing: what this host charges any "
+                  "call before its GPU work.", ""]
+        lines += launch_floor_table(results.launch_floor)
     hw = sorted({m.hardware for m in results.measurements if m.hardware})
     if hw:
         lines += [f"Harness traces name the hardware as: {', '.join(hw)}.", ""]
@@ -211,6 +264,11 @@ def render(results: RunResults, plots: Optional[Dict[str, str]] = None) -> str:
                   "enter no ratio here.", ""]
         lines += ["### Latency, µs: harness mean / our graph-replay median (cold L2)", ""]
         lines += latency_table(d, rows, sols)
+        lines += ["### Exactness on the harness's inputs: elements failing the check / worst "
+                  "margin (1.0 is the edge; ✗ fails)", ""]
+        lines += exactness_table(d, rows, sols)
+        lines += ["### Host overhead, µs: harness mean − graph-replay GPU time", ""]
+        lines += host_table(d, rows, sols, results.launch_floor)
         lines += ["### Achieved fraction of the floor (graph replay)", ""]
         lines += fraction_table(d, rows, sols)
         lines += ["### Speedups (same run, same GPU)", ""] + speedup_table(d, rows, sols)

@@ -45,6 +45,17 @@ class Measurement:
     graph_method: str = ""
     prepared_us: Optional[float] = None  # same, one-time preparation (e.g. compression) excluded
     note: str = ""
+    # bench.exactness on the harness's own inputs against the definition's reference:
+    bad_elements: Optional[int] = None  # elements failing the harness's check
+    worst_margin: Optional[float] = None  # max |out-ref| / max(atol, rtol*|ref|); > 1.0 fails
+    checked_elements: Optional[int] = None  # elements compared
+
+    @property
+    def host_us(self) -> Optional[float]:
+        """Host overhead: harness mean minus graph-replay GPU time (None unless both exist)."""
+        if self.harness_us is None or self.graph_us is None:
+            return None
+        return self.harness_us - self.graph_us
 
     @property
     def kind(self) -> str:
@@ -67,6 +78,8 @@ class RunResults:
     ceilings: Optional[Ceilings]
     measurements: List[Measurement] = field(default_factory=list)
     command: str = ""
+    # bench.launch_floor: harness-style latency of the cheapest launches, µs, by name
+    launch_floor: Optional[Dict[str, float]] = None
 
     def definitions(self) -> List[str]:
         return sorted({m.definition for m in self.measurements})
@@ -77,6 +90,7 @@ class RunResults:
     def to_json(self) -> str:
         d = {"date": self.date, "command": self.command,
              "ceilings": self.ceilings.to_dict() if self.ceilings else None,
+             "launch_floor": self.launch_floor,
              "measurements": [asdict(m) for m in self.measurements]}
         return json.dumps(d, indent=1)
 
@@ -85,7 +99,8 @@ class RunResults:
         d = json.loads(text)
         c = Ceilings.from_dict(d["ceilings"]) if d.get("ceilings") else None
         return cls(date=d["date"], ceilings=c, command=d.get("command", ""),
-                   measurements=[Measurement(**m) for m in d["measurements"]])
+                   measurements=[Measurement(**m) for m in d["measurements"]],
+                   launch_floor=d.get("launch_floor"))
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
