@@ -11,12 +11,12 @@ import torch
 from .solutions import load_solution
 
 GROUPED_DEFINITION = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
-GROUPED_SOLUTION = ("lowbit", "triton_fp4_to_fp8_wgmma")
+GROUPED_SOLUTION = ("lowbit", "triton_fp4_bf16_mma")
 # The B200 entry (tl.dot_scaled on Blackwell's block-scaled MMA; not run on a B200, emulated
 # by Triton elsewhere): docs/kernels/grouped_gemm_b200.md.
 GROUPED_B200_SOLUTION = ("lowbit", "triton_fp4_dot_scaled")
 SPARSE_DEFINITION = "sparse_gemm_fp4_fp8_n2048_k2048"
-SPARSE_SOLUTION = ("lowbit", "triton_sparse_fp4_decode_wgmma")
+SPARSE_SOLUTION = ("lowbit", "triton_sparse_fp4_exact")
 
 
 def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m=None,

@@ -1,11 +1,13 @@
 """M-masked grouped FP8 x FP4 GEMM (definition grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048) on
 Blackwell's block-scaled MMA, through ``tl.dot_scaled`` (kernel.py says how).
 
-For the B200 leaderboard, beside ``triton_fp4_to_fp8_wgmma`` (the measured solution, which
-decodes FP4 to FP8 first because Hopper has no FP4 tensor core). **Not run on a B200**: its
-kernels compile for sm_100a to the block-scaled MMA under Triton 3.6 and 3.9
-(tests/test_compile_targets.py), its results are checked under the Triton interpreter and,
-through Triton's emulation of ``tl.dot_scaled``, on an H200; its tiles are a guess.
+For the B200 leaderboard, beside ``triton_fp4_bf16_mma`` (the measured solution, exact on
+bf16 MMAs, for Hopper, which has no FP4 tensor core). **Not run on a B200**: its kernels
+compile for sm_100a to the block-scaled MMA under Triton 3.6 and 3.9, its results are checked
+under the Triton interpreter and, through Triton's emulation of ``tl.dot_scaled``, on an
+H200; its tiles are a guess. The accumulation precision of Blackwell's block-scaled MMA is
+unmeasured here: Hopper's FP8 MMA keeps about 14 bits, which fails FlashInfer-Bench's
+elementwise check on activations with outlier channels, and this kernel may do the same.
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry

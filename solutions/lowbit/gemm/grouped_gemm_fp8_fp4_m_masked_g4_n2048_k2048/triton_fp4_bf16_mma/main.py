@@ -1,5 +1,5 @@
 """M-masked grouped FP8 x FP4 GEMM (definition grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048),
-exact on fp16 MMAs (kernel.py says why and how).
+exact on bf16 MMAs (kernel.py says why and how).
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
@@ -15,8 +15,8 @@ from typing import NamedTuple
 import torch
 
 from .fast_launch import INTERPRET, launch
-from .heuristics import Tile, choose
-from .kernel import grouped_fp16_kernel
+from .heuristics import DECODE_ROWS, DECODE_WARPS, Tile, choose
+from .kernel import decode_b_kernel, gemm_bf16_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 
@@ -39,6 +39,11 @@ class _Plan(NamedTuple):
     grid: tuple
     ints: tuple     # MAX_M, N
     consts: dict
+    decode_grid: tuple = ()
+    decode_consts: dict = {}
+    g: int = 0
+    n: int = 0
+    k: int = 0
 
 
 _PLANS = {}
@@ -75,9 +80,11 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
     if not isinstance(tile, Tile):
         raise ValueError(f"tile: expected a heuristics.Tile, got {type(tile).__name__}")
     grid = (-(-max_m // tile.BM) * -(-n // tile.BN), g, 1)
-    consts = dict(K=k, BM=tile.BM, BN=tile.BN, SWAP=tile.SWAP, GROUP_M=tile.GROUP_M,
-                  MANUAL_RNE=INTERPRET, num_warps=tile.num_warps, num_stages=tile.num_stages)
-    return _Plan(False, grid, (max_m, n), consts)
+    consts = dict(K=k, BM=tile.BM, BN=tile.BN, GROUP_M=tile.GROUP_M, INTERPRETER=INTERPRET,
+                  num_warps=tile.num_warps, num_stages=tile.num_stages)
+    decode_grid = (-(-n // DECODE_ROWS), k // 128, g)
+    decode_consts = dict(K=k, BR=DECODE_ROWS, num_warps=DECODE_WARPS)
+    return _Plan(False, grid, (max_m, n), consts, decode_grid, decode_consts, g, n, k)
 
 
 def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None,
@@ -108,7 +115,12 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
                 _PLANS.clear()
             _PLANS[key] = plan
     if not plan.empty:
-        launch(grouped_fp16_kernel, plan.grid, (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, *plan.ints),
+        # Per call: the decoded weights are a function of this call's b_fp4 and b_scale, in
+        # fresh buffers from the stream-ordered allocator (calls on other streams get others).
+        bq = torch.empty((plan.g, plan.n, plan.k), dtype=torch.bfloat16, device=c.device)
+        ref = torch.empty((plan.g, plan.n, plan.k // 128), dtype=torch.float32, device=c.device)
+        launch(decode_b_kernel, plan.decode_grid, (b_fp4, b_scale, bq, ref, plan.n), plan.decode_consts)
+        launch(gemm_bf16_kernel, plan.grid, (a_fp8, a_scale, b_fp4, b_scale, bq, ref, masked_m, c, *plan.ints),
                plan.consts)
     return c
 

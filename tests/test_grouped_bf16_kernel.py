@@ -1,6 +1,6 @@
-"""CPU tests (Triton interpreter) of the grouped solution's fp16-MMA kernel against the float64
-oracle at reduced sizes: both orientations, tile edges, the scale fold's boundary, the exact
-path for scales that do not fold, masked_m's odd values, and argument checks."""
+"""CPU tests (Triton interpreter) of the grouped solution's bf16-MMA kernels against the float64
+oracle at reduced sizes: tile edges, the scale fold's boundary, the exact path for scales that
+do not fold, masked_m's odd values, serving-shaped data, and argument checks."""
 
 import os
 
@@ -14,13 +14,12 @@ from lowbit_gemm.solutions import load_solution
 from definition_cases import grouped_operands as make
 
 DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
-SOL = "triton_fp4_fp16_mma"
+SOL = "triton_fp4_bf16_mma"
 main = load_solution(DEF, "lowbit", SOL)
 heur = load_solution(DEF, "lowbit", SOL, "heuristics")
 kernel = load_solution(DEF, "lowbit", SOL, "kernel")
 T = heur.Tile
-TILES = {"tokens_on_m": T(16, 32, False, 4, 1, GROUP_M=2), "weights_on_m": T(16, 64, True, 4, 1),
-         "wide": T(32, 64, False, 4, 1)}
+TILES = {"narrow": T(16, 32, 4, 1, GROUP_M=2), "wide": T(32, 64, 4, 1)}
 
 
 def check(a, a_s, b, b_s, mm, tile, expected_m=None):
@@ -56,20 +55,21 @@ def test_max_m_zero_and_no_groups_launch_nothing():
                                      torch.empty(0, 4, 32, dtype=torch.bfloat16))
 
 
-@pytest.mark.parametrize("tile", ["tokens_on_m", "weights_on_m"])
+@pytest.mark.parametrize("tile", list(TILES))
 @pytest.mark.parametrize("spread", [int(kernel.MAX_SPREAD.value), int(kernel.MAX_SPREAD.value) + 1])
 def test_fold_boundary(tile, spread):
-    """A block whose scales span exactly MAX_SPREAD binades stays on the fp16 path, where its
-    smallest values land on fp16's smallest subnormal; one more binade takes the exact path.
-    A is nonzero only where the block's smallest scale applies, so the output is made of the
-    values the fold shifts furthest: a flush or a lost bit shows beyond the tolerance."""
+    """A block whose scales span exactly MAX_SPREAD binades stays on the folded path; one more
+    binade takes the exact path. A is nonzero only where the block's smallest scale applies,
+    so the output is made of the values the fold shifts furthest: a flush or a lost bit
+    shows beyond the tolerance."""
     a, a_s, b, b_s = make(2, 16, 64, 256, seed=2)
     a = a.float()
     a[..., 32:] = 0
     a = a.to(torch.float8_e4m3fn)
     a_s = torch.ones_like(a_s)
-    b_s = torch.full_like(b_s, 2.0 ** (spread - 3))
-    b_s[..., 0] = 2.0 ** -3
+    b_s = torch.full_like(b_s, 2.0 ** (spread - 100))
+    b_s[..., 0] = 2.0 ** -100
+    a_s = torch.full_like(a_s, 2.0 ** 97)
     c = check(a, a_s, b, b_s, torch.tensor([16, 9], dtype=torch.int32), TILES[tile])
     assert c.abs().max() > 0.5
 
@@ -79,7 +79,9 @@ def test_scales_that_do_not_fold_take_the_exact_path(tile):
     a, a_s, b, b_s = make(2, 24, 64, 384, seed=4)
     gen = torch.Generator().manual_seed(5)
     b_s = b_s.clone()
-    b_s[0, 3, 1] *= 2.0 ** 31          # > 23 binades inside one 128-block
+    b_s[0, 3, 1] = 2.0 ** 100          # > 125 binades inside one 128-block
+    b_s[0, 3, 2] = 2.0 ** -30
+    b_s[0, 9, 6] = 2.0 ** 120          # 126 binades above its neighbours
     b_s[0, 40, 5] = -0.37              # negative, not a power of two
     b_s[1, 7, 0] = 0.0                 # zero
     b_s[1, 60:, 8:] = torch.rand(4, 4, generator=gen) + 0.1   # any float, whole block

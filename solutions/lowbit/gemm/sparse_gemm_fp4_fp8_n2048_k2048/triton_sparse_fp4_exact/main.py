@@ -1,5 +1,5 @@
-"""2:4-sparse FP4 x FP8 GEMM (definition sparse_gemm_fp4_fp8_n2048_k2048), exact on fp16 MMAs
-(kernel.py says why and how).
+"""2:4-sparse FP4 x FP8 GEMM (definition sparse_gemm_fp4_fp8_n2048_k2048), exact: fp16 or bf16
+operands (every value is exact in either) with fp32 accumulation (kernel.py says why).
 
 Entry points:
 - ``run(a_vals, a_meta, b_fp8, c)``: the definition's entry (n=2048, k=2048), destination
@@ -7,8 +7,9 @@ Entry points:
 - ``sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None)``: any m >= 0, n >= 1 and k a
   positive multiple of 128.
 
-One launch a call; nothing is kept across calls but the plan of a shape (tile, grid) and
-the compiled kernel. Self-contained: only torch and triton, plus this folder's modules.
+Up to heuristics.ONE_PASS_ROWS rows one launch; beyond, one launch writing both operands
+dense in bf16 and one cuBLAS GEMM into c. Nothing is kept across calls but the plan of a
+shape and the compiled kernels; the dense operands are fresh per call. Self-contained: only torch and triton, plus this folder's modules.
 """
 
 from typing import NamedTuple
@@ -16,8 +17,8 @@ from typing import NamedTuple
 import torch
 
 from .fast_launch import INTERPRET, launch
-from .heuristics import Tile, choose
-from .kernel import sparse_fp16_kernel
+from .heuristics import DENSE_ROWS, Tile, choose
+from .kernel import dense_operands_kernel, sparse_fp16_kernel
 
 DEF_N, DEF_K = 2048, 2048
 _BYTES = (torch.int8, torch.uint8)
@@ -41,6 +42,7 @@ class _Plan(NamedTuple):
     grid: tuple
     ints: tuple     # M, N, G
     consts: dict
+    dense: bool = False   # the dense-operands path (grid and consts are its first pass's)
 
 
 _PLANS = {}
@@ -66,8 +68,11 @@ def _make_plan(a_vals, a_meta, b_fp8, c, tile, entry):
     if m == 0:
         return _Plan(True, (), (), {})
     tile = tile or choose(m)
+    if tile == "dense" or tile is None:
+        grid = (-(-m // DENSE_ROWS) + -(-n // DENSE_ROWS), 1, 1)
+        return _Plan(False, grid, (m, n, groups), dict(ROWS=DENSE_ROWS, num_warps=4), True)
     if not isinstance(tile, Tile):
-        raise ValueError(f"tile: expected a heuristics.Tile, got {type(tile).__name__}")
+        raise ValueError(f"tile: expected a heuristics.Tile or 'dense', got {type(tile).__name__}")
     grid = (-(-m // tile.BM) * -(-n // tile.BN), 1, 1)
     consts = dict(BM=tile.BM, BN=tile.BN, SWAP=tile.SWAP, GROUP_M=tile.GROUP_M, MANUAL_RNE=INTERPRET,
                   num_warps=tile.num_warps, num_stages=tile.num_stages)
@@ -93,8 +98,24 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None, _entry=False):
             if len(_PLANS) > 1024:
                 _PLANS.clear()
             _PLANS[key] = plan
-    if not plan.empty:
+    if plan.empty:
+        return c
+    if not plan.dense:
         launch(sparse_fp16_kernel, plan.grid, (a_vals, a_meta, b_fp8, c, *plan.ints), plan.consts)
+        return c
+    m, n, groups = plan.ints
+    a16 = torch.empty((m, 4 * groups), dtype=torch.bfloat16, device=c.device)
+    b16 = torch.empty((n, 4 * groups), dtype=torch.bfloat16, device=c.device)
+    launch(dense_operands_kernel, plan.grid, (a_vals, a_meta, b_fp8, a16, b16, *plan.ints), plan.consts)
+    # cuBLAS accumulates in fp32; a reduction in bf16 (which torch allows by default for
+    # split-K) would round partial sums, so it is disallowed for this call.
+    flags = torch.backends.cuda.matmul
+    allowed = flags.allow_bf16_reduced_precision_reduction
+    flags.allow_bf16_reduced_precision_reduction = False
+    try:
+        torch.mm(a16, b16.t(), out=c)
+    finally:
+        flags.allow_bf16_reduced_precision_reduction = allowed
     return c
 
 
