@@ -6,7 +6,7 @@ On sm_100 (B200) ``tl.dot_scaled(e4m3, e2m1)`` lowers to the block-scaled tensor
 its UE8M0 scales as the MMA's block scales, so nothing is decoded and nothing is written
 before the GEMM. Other GPUs get Triton's own emulation of the same call (correct, slow); this
 file is for the B200 entry. Nothing in it has run on a B200: it is compiled for sm_100a on a
-CPU machine (tests/test_compile_targets.py) and its results are checked under the Triton
+CPU machine and its results are checked under the Triton
 interpreter and, emulated, on an H200.
 
 Per 128-K block and weight row:
