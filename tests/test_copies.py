@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _LOWBIT = "solutions/lowbit/gemm"
 COPIES: dict[str, list[str]] = {
     # The compiled-kernel launch path (host time counts in FlashInfer-Bench's latency).
-    f"{_LOWBIT}/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/triton_fp4_bf16_mma/fast_launch.py": [
+    f"{_LOWBIT}/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/triton_fp4_exact_mma/fast_launch.py": [
         f"{_LOWBIT}/sparse_gemm_fp4_fp8_n2048_k2048/triton_sparse_fp4_exact/fast_launch.py",
     ],
 }

@@ -14,12 +14,13 @@ from lowbit_gemm.solutions import load_solution
 from definition_cases import grouped_operands as make
 
 DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
-SOL = "triton_fp4_bf16_mma"
+SOL = "triton_fp4_exact_mma"
 main = load_solution(DEF, "lowbit", SOL)
 heur = load_solution(DEF, "lowbit", SOL, "heuristics")
 kernel = load_solution(DEF, "lowbit", SOL, "kernel")
 T = heur.Tile
-TILES = {"narrow": T(16, 32, 4, 1, GROUP_M=2), "wide": T(32, 64, 4, 1)}
+TILES = {"narrow": T(16, 32, 4, 1, GROUP_M=2), "wide": T(32, 64, 4, 1),
+         "one_pass": T(16, 32, 4, 1, one_pass=True), "one_pass_swap": T(16, 64, 4, 1, one_pass=True, SWAP=True)}
 
 
 def check(a, a_s, b, b_s, mm, tile, expected_m=None):
@@ -56,7 +57,7 @@ def test_max_m_zero_and_no_groups_launch_nothing():
 
 
 @pytest.mark.parametrize("tile", list(TILES))
-@pytest.mark.parametrize("spread", [int(kernel.MAX_SPREAD.value), int(kernel.MAX_SPREAD.value) + 1])
+@pytest.mark.parametrize("spread", [23, 24, int(kernel.MAX_SPREAD.value), int(kernel.MAX_SPREAD.value) + 1])
 def test_fold_boundary(tile, spread):
     """A block whose scales span exactly MAX_SPREAD binades stays on the folded path; one more
     binade takes the exact path. A is nonzero only where the block's smallest scale applies,

@@ -45,12 +45,12 @@ def test_every_vals_and_meta_byte(path):
     check(vals, meta, b.to(torch.float8_e4m3fn), path)
 
 
-@pytest.mark.parametrize("m", [1, 63, 65, 129])
-def test_row_counts_off_the_tiles(m):
+@pytest.mark.parametrize("m,k", [(1, 256), (63, 384), (65, 128), (129, 256)])
+def test_row_counts_off_the_tiles(m, k):
     gen = torch.Generator().manual_seed(m)
-    v = torch.randint(-128, 128, (m, 64), generator=gen, dtype=torch.int8)
-    meta = torch.randint(-128, 128, (m, 64), generator=gen, dtype=torch.int8)
-    b = (torch.randn(40, 256, generator=gen) * 100).clamp(-448, 448).to(torch.float8_e4m3fn)  # n 40: no tile multiple
+    v = torch.randint(-128, 128, (m, k // 4), generator=gen, dtype=torch.int8)
+    meta = torch.randint(-128, 128, (m, k // 4), generator=gen, dtype=torch.int8)
+    b = (torch.randn(40, k, generator=gen) * 100).clamp(-448, 448).to(torch.float8_e4m3fn)  # n 40: no tile multiple
     for path in PATHS:
         check(v, meta, b, path)
     c = torch.full((m, 40), float("nan"), dtype=torch.bfloat16)

@@ -11,7 +11,7 @@ import torch
 from .solutions import load_solution
 
 GROUPED_DEFINITION = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
-GROUPED_SOLUTION = ("lowbit", "triton_fp4_bf16_mma")
+GROUPED_SOLUTION = ("lowbit", "triton_fp4_exact_mma")
 # The B200 entry (tl.dot_scaled on Blackwell's block-scaled MMA; not run on a B200, emulated
 # by Triton elsewhere): docs/kernels/grouped_gemm_b200.md.
 GROUPED_B200_SOLUTION = ("lowbit", "triton_fp4_dot_scaled")

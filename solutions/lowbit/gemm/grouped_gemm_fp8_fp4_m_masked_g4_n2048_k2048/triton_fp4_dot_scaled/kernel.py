@@ -37,7 +37,7 @@ FOLD_SPREAD = tl.constexpr(3)
 def _to_bf16(x, MANUAL_RNE: tl.constexpr):
     """fp32 -> bf16, round to nearest even. The Triton interpreter truncates in its cast (and
     ignores fp_downcast_rounding), so MANUAL_RNE rounds with integer ops there (finite inputs);
-    on GPUs the cast is used. The same helper as triton_fp4_bf16_mma's: each solution is
+    on GPUs the cast is used. The same helper as triton_fp4_exact_mma's: each solution is
     packed self-contained."""
     if MANUAL_RNE:
         bits = x.to(tl.int32, bitcast=True)

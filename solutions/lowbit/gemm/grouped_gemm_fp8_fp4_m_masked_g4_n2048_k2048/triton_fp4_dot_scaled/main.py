@@ -1,7 +1,7 @@
 """M-masked grouped FP8 x FP4 GEMM (definition grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048) on
 Blackwell's block-scaled MMA, through ``tl.dot_scaled`` (kernel.py says how).
 
-For the B200 leaderboard, beside ``triton_fp4_bf16_mma`` (the measured solution, exact on
+For the B200 leaderboard, beside ``triton_fp4_exact_mma`` (the measured solution, exact on
 bf16 MMAs, for Hopper, which has no FP4 tensor core). **Not run on a B200**: its kernels
 compile for sm_100a to the block-scaled MMA under Triton 3.6 and 3.9, its results are checked
 under the Triton interpreter and, through Triton's emulation of ``tl.dot_scaled``, on an

@@ -19,7 +19,8 @@ class Tile(NamedTuple):
 
 
 ONE_PASS_ROWS = 64
-DENSE_ROWS = 32      # rows of A or B per program of kernel.dense_operands_kernel
+DENSE_ROWS = 16      # rows of A or B per program of kernel.dense_operands_kernel
+DENSE_CHUNK = 256    # K columns per program (many small programs: the pass is latency-bound)
 
 # (largest m, tile, why)
 RULES = (

@@ -109,34 +109,44 @@ def sparse_fp16_kernel(v_ptr, m_ptr, b_ptr, c_ptr, M, N, G,
 
 
 @triton.jit
-def dense_operands_kernel(v_ptr, m_ptr, b_ptr, a16_ptr, b16_ptr, M, N, G, ROWS: tl.constexpr):
-    """The many-rows form's first pass: programs [0, cdiv(M, ROWS)) write ROWS rows of A
-    dense in bf16 from the 2:4 encoding (positions summed when equal), the rest ROWS rows of
-    B in bf16; both exact (A's values and their pairwise sums hold 5 significant bits at most,
-    e4m3 4). cuBLAS then multiplies them with fp32 accumulation."""
+def _bf16_bits(x):
+    """The bf16 bit pattern (int32, 0..0xFFFF) of fp32 values that bf16 holds exactly."""
+    return (x.to(tl.int32, bitcast=True) >> 16) & 0xFFFF
+
+
+@triton.jit
+def dense_operands_kernel(v_ptr, m_ptr, b_ptr, a16_ptr, b16_ptr, M, N, G, ROWS: tl.constexpr,
+                          CHUNK: tl.constexpr):
+    """The many-rows form's first pass, program (i, j): rows [i * ROWS, (i + 1) * ROWS) of A
+    (i < cdiv(M, ROWS)) or of B (the rest), K columns [j * CHUNK, (j + 1) * CHUNK), written
+    dense in bf16. A from its 2:4 encoding, positions summed when equal, each group's four
+    bf16 values stored as one 64-bit word; B converted from e4m3. Both exact: A's values and
+    their pairwise sums hold 5 significant bits at most, e4m3 values 4, bf16 8. cuBLAS then
+    multiplies them with fp32 accumulation."""
     pid = tl.program_id(0)
     a_programs = tl.cdiv(M, ROWS)
-    offs_g = tl.arange(0, 32)
     K = 4 * G
     if pid < a_programs:
         rows = pid * ROWS + tl.arange(0, ROWS)
-        ok = rows < M
-        for gb in range(tl.cdiv(G, 32)):
-            ptrs = rows[:, None].to(tl.int64) * G + (gb * 32 + offs_g)[None, :]
-            v = tl.load(v_ptr + ptrs, mask=ok[:, None], other=0).to(tl.int32)
-            meta = tl.load(m_ptr + ptrs, mask=ok[:, None], other=0).to(tl.int32)
-            x0 = _e2m1_fp16(v & 0xF).to(tl.float32)
-            x1 = _e2m1_fp16((v >> 4) & 0xF).to(tl.float32)
-            pos = tl.arange(0, 4)[None, None, :]
-            zero = tl.zeros((1, 1, 4), dtype=tl.float32)
-            d = tl.where((meta & 3)[:, :, None] == pos, x0[:, :, None], zero) \
-                + tl.where(((meta >> 2) & 3)[:, :, None] == pos, x1[:, :, None], zero)
-            out = a16_ptr + rows[:, None].to(tl.int64) * K + gb * 128 + tl.arange(0, 128)[None, :]
-            tl.store(out, tl.reshape(d, (ROWS, 128)).to(tl.bfloat16), mask=ok[:, None])
+        groups = tl.program_id(1) * (CHUNK // 4) + tl.arange(0, CHUNK // 4)
+        ptrs = rows[:, None].to(tl.int64) * G + groups[None, :]
+        a_ok = (rows < M)[:, None] & (groups < G)[None, :]
+        v = tl.load(v_ptr + ptrs, mask=a_ok, other=0).to(tl.int32)
+        meta = tl.load(m_ptr + ptrs, mask=a_ok, other=0).to(tl.int32)
+        x0 = _e2m1_fp16(v & 0xF).to(tl.float32)
+        x1 = _e2m1_fp16((v >> 4) & 0xF).to(tl.float32)
+        p0 = meta & 3
+        p1 = (meta >> 2) & 3
+        zero = tl.zeros_like(x0)
+        word = tl.zeros(x0.shape, dtype=tl.int64)
+        for p in tl.static_range(4):
+            at_p = tl.where(p0 == p, x0, zero) + tl.where(p1 == p, x1, zero)
+            word = word | (_bf16_bits(at_p).to(tl.int64) << (16 * p))
+        tl.store(a16_ptr.to(tl.pointer_type(tl.int64)) + ptrs, word, mask=a_ok)
     else:
         rows = (pid - a_programs) * ROWS + tl.arange(0, ROWS)
-        ok = rows < N
-        for kb in range(tl.cdiv(K, 128)):
-            offs = rows[:, None].to(tl.int64) * K + kb * 128 + tl.arange(0, 128)[None, :]
-            b = tl.load(b_ptr + offs, mask=ok[:, None], other=0.0)
-            tl.store(b16_ptr + offs, b.to(tl.float32).to(tl.bfloat16), mask=ok[:, None])
+        cols = tl.program_id(1) * CHUNK + tl.arange(0, CHUNK)
+        offs = rows[:, None].to(tl.int64) * K + cols[None, :]
+        b_ok = (rows < N)[:, None] & (cols < K)[None, :]
+        b = tl.load(b_ptr + offs, mask=b_ok, other=0.0)
+        tl.store(b16_ptr + offs, b.to(tl.float32).to(tl.bfloat16), mask=b_ok)

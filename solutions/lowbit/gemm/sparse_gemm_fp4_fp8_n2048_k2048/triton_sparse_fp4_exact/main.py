@@ -17,7 +17,7 @@ from typing import NamedTuple
 import torch
 
 from .fast_launch import INTERPRET, launch
-from .heuristics import DENSE_ROWS, Tile, choose
+from .heuristics import DENSE_CHUNK, DENSE_ROWS, Tile, choose
 from .kernel import dense_operands_kernel, sparse_fp16_kernel
 
 DEF_N, DEF_K = 2048, 2048
@@ -69,8 +69,8 @@ def _make_plan(a_vals, a_meta, b_fp8, c, tile, entry):
         return _Plan(True, (), (), {})
     tile = tile or choose(m)
     if tile == "dense" or tile is None:
-        grid = (-(-m // DENSE_ROWS) + -(-n // DENSE_ROWS), 1, 1)
-        return _Plan(False, grid, (m, n, groups), dict(ROWS=DENSE_ROWS, num_warps=4), True)
+        grid = (-(-m // DENSE_ROWS) + -(-n // DENSE_ROWS), -(-k // DENSE_CHUNK), 1)
+        return _Plan(False, grid, (m, n, groups), dict(ROWS=DENSE_ROWS, CHUNK=DENSE_CHUNK, num_warps=4), True)
     if not isinstance(tile, Tile):
         raise ValueError(f"tile: expected a heuristics.Tile or 'dense', got {type(tile).__name__}")
     grid = (-(-m // tile.BM) * -(-n // tile.BN), 1, 1)

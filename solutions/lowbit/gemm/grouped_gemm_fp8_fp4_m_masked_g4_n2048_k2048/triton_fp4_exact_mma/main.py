@@ -1,5 +1,6 @@
 """M-masked grouped FP8 x FP4 GEMM (definition grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048),
-exact on bf16 MMAs (kernel.py says why and how).
+exact on bf16 or fp16 MMAs (kernel.py and one_pass.py say why and how; heuristics.py which
+form a call takes).
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
@@ -17,6 +18,7 @@ import torch
 from .fast_launch import INTERPRET, launch
 from .heuristics import DECODE_ROWS, DECODE_WARPS, Tile, choose
 from .kernel import decode_b_kernel, gemm_bf16_kernel
+from .one_pass import grouped_one_pass_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 
@@ -44,6 +46,7 @@ class _Plan(NamedTuple):
     g: int = 0
     n: int = 0
     k: int = 0
+    one_pass: bool = False
 
 
 _PLANS = {}
@@ -80,6 +83,12 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
     if not isinstance(tile, Tile):
         raise ValueError(f"tile: expected a heuristics.Tile, got {type(tile).__name__}")
     grid = (-(-max_m // tile.BM) * -(-n // tile.BN), g, 1)
+    if tile.one_pass:
+        # Inline PTX needs an NVIDIA GPU; the interpreter decodes with integer ops instead.
+        use_asm = dev.type == "cuda" and not INTERPRET and torch.version.hip is None
+        consts = dict(K=k, BM=tile.BM, BN=tile.BN, SWAP=tile.SWAP, INTERPRETER=INTERPRET, USE_ASM=use_asm,
+                      num_warps=tile.num_warps, num_stages=tile.num_stages)
+        return _Plan(False, grid, (max_m, n), consts, one_pass=True)
     consts = dict(K=k, BM=tile.BM, BN=tile.BN, GROUP_M=tile.GROUP_M, INTERPRETER=INTERPRET,
                   num_warps=tile.num_warps, num_stages=tile.num_stages)
     decode_grid = (-(-n // DECODE_ROWS), k // 128, g)
@@ -114,7 +123,10 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
             if len(_PLANS) > 1024:
                 _PLANS.clear()
             _PLANS[key] = plan
-    if not plan.empty:
+    if plan.one_pass:
+        launch(grouped_one_pass_kernel, plan.grid, (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, *plan.ints),
+               plan.consts)
+    elif not plan.empty:
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale, in
         # fresh buffers from the stream-ordered allocator (calls on other streams get others).
         bq = torch.empty((plan.g, plan.n, plan.k), dtype=torch.bfloat16, device=c.device)
