@@ -15,11 +15,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 _LOWBIT = "solutions/lowbit/gemm"
+_GROUPED = f"{_LOWBIT}/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
+_SPARSE = f"{_LOWBIT}/sparse_gemm_fp4_fp8_n2048_k2048"
 COPIES: dict[str, list[str]] = {
     # The compiled-kernel launch path (host time counts in FlashInfer-Bench's latency).
-    f"{_LOWBIT}/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/triton_fp4_exact_mma/fast_launch.py": [
-        f"{_LOWBIT}/sparse_gemm_fp4_fp8_n2048_k2048/triton_sparse_fp4_exact/fast_launch.py",
-    ],
+    f"{_GROUPED}/triton_fp4_exact_mma/fast_launch.py": [f"{_SPARSE}/triton_sparse_fp4_exact/fast_launch.py"],
+    # Argument checks that name the argument.
+    f"{_GROUPED}/triton_fp4_exact_mma/checks.py": [f"{_SPARSE}/triton_sparse_fp4_exact/checks.py"],
+    # fp32 -> bf16 rounding of the stores (by hand under the interpreter).
+    f"{_GROUPED}/triton_fp4_exact_mma/rounding.py": [f"{_SPARSE}/triton_sparse_fp4_exact/rounding.py",
+                                                     f"{_GROUPED}/triton_fp4_dot_scaled/rounding.py"],
 }
 
 PAIRS = [(canonical, copy) for canonical, copies in COPIES.items() for copy in copies]

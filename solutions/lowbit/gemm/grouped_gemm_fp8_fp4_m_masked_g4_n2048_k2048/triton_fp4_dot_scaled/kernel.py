@@ -24,6 +24,8 @@ what the definition's per-128 activation scale needs; A's own MMA scale is 1 (by
 import triton
 import triton.language as tl
 
+from .rounding import to_bf16
+
 E8M0_ONE = tl.constexpr(127)  # UE8M0 byte of 1.0
 # Widest spread, in binades, of a weight row's four per-32 scales in one 128-K block that takes
 # the MMA: its fp32 sums lose the smaller groups' products behind partial sums of the larger
@@ -31,20 +33,6 @@ E8M0_ONE = tl.constexpr(127)  # UE8M0 byte of 1.0
 # 0.03 off at an output of -0.055 on the H200, twelfth session). The FP8 solution folds only
 # scales within 3 binades too.
 FOLD_SPREAD = tl.constexpr(3)
-
-
-@triton.jit
-def _to_bf16(x, MANUAL_RNE: tl.constexpr):
-    """fp32 -> bf16, round to nearest even. The Triton interpreter truncates in its cast (and
-    ignores fp_downcast_rounding), so MANUAL_RNE rounds with integer ops there (finite inputs);
-    on GPUs the cast is used. The same helper as triton_fp4_exact_mma's: each solution is
-    packed self-contained."""
-    if MANUAL_RNE:
-        bits = x.to(tl.int32, bitcast=True)
-        bits = bits + 0x7FFF + ((bits >> 16) & 1)
-        return (bits >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
-    else:
-        return x.to(tl.bfloat16)
 
 
 @triton.jit
@@ -160,10 +148,10 @@ def grouped_dot_scaled_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, mm_ptr, c_ptr, MAX_M
     m_valid = offs_m < mm
     c_base = c_ptr + grp64 * MAX_M * N
     if SWAP:
-        out = _to_bf16(tl.where(m_valid[None, :], acc, 0.0), MANUAL_RNE)
+        out = to_bf16(tl.where(m_valid[None, :], acc, 0.0), MANUAL_RNE)
         ptrs = c_base + offs_m.to(tl.int64)[None, :] * N + offs_n[:, None]
         tl.store(ptrs, out, mask=(offs_n < N)[:, None] & (offs_m < MAX_M)[None, :])
     else:
-        out = _to_bf16(tl.where(m_valid[:, None], acc, 0.0), MANUAL_RNE)
+        out = to_bf16(tl.where(m_valid[:, None], acc, 0.0), MANUAL_RNE)
         ptrs = c_base + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
         tl.store(ptrs, out, mask=(offs_m < MAX_M)[:, None] & (offs_n < N)[None, :])

@@ -26,19 +26,9 @@ Programs whose token tile lies past masked_m store zeros and return.
 import triton
 import triton.language as tl
 
+from .rounding import to_bf16
+
 MAX_SPREAD = tl.constexpr(125)  # binades a block's scales may span on the fast path
-
-
-@triton.jit
-def _to_bf16(x, INTERPRETER: tl.constexpr):
-    """fp32 -> bf16, round to nearest even. The Triton interpreter truncates in its cast, so
-    it rounds with integer ops there (finite inputs); on GPUs the cast is used."""
-    if INTERPRETER:
-        bits = x.to(tl.int32, bitcast=True)
-        bits = bits + 0x7FFF + ((bits >> 16) & 1)
-        return (bits >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
-    else:
-        return x.to(tl.bfloat16)
 
 
 @triton.jit
@@ -82,6 +72,18 @@ def _block_fold(s_ptr, rows_n, n_ok, kb, K: tl.constexpr):
     factor = tl.reshape(tl.broadcast_to(factor[:, :, None], (rows_n.shape[0], 4, 32)), (rows_n.shape[0], 128))
     ref_f = tl.where(tl.max(bad.to(tl.int32), axis=1) > 0, 0.0, (ref << 23).to(tl.float32, bitcast=True))
     return factor, ref_f
+
+
+@triton.jit
+def masked_tile(mm_ptr, c_ptr, grp, pid_m, pid_n, MAX_M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """A tile's rows and c pointers: (rows computed in the group = clamp(masked_m, 0, max_m),
+    token rows [BM], weight rows [BN], weight-row mask, c pointers [BM, BN], c mask)."""
+    rows = tl.minimum(tl.maximum(tl.load(mm_ptr + grp), 0), MAX_M).to(tl.int32)
+    rows_m = pid_m * BM + tl.arange(0, BM)
+    rows_n = pid_n * BN + tl.arange(0, BN)
+    n_ok = rows_n < N
+    c_ptrs = c_ptr + grp * MAX_M * N + rows_m[:, None].to(tl.int64) * N + rows_n[None, :]
+    return rows, rows_m, rows_n, n_ok, c_ptrs, (rows_m < MAX_M)[:, None] & n_ok[None, :]
 
 
 @triton.jit
@@ -139,12 +141,7 @@ def gemm_bf16_kernel(a_ptr, as_ptr, b_ptr, s_ptr, bq_ptr, ref_ptr, mm_ptr, c_ptr
     pid_m = first_m + (pid % per_band) % band_m
     pid_n = (pid % per_band) // band_m
 
-    rows = tl.minimum(tl.maximum(tl.load(mm_ptr + grp), 0), MAX_M).to(tl.int32)
-    rows_m = pid_m * BM + tl.arange(0, BM)
-    rows_n = pid_n * BN + tl.arange(0, BN)
-    n_ok = rows_n < N
-    c_ptrs = c_ptr + grp * MAX_M * N + rows_m[:, None].to(tl.int64) * N + rows_n[None, :]
-    c_mask = (rows_m < MAX_M)[:, None] & n_ok[None, :]
+    rows, rows_m, rows_n, n_ok, c_ptrs, c_mask = masked_tile(mm_ptr, c_ptr, grp, pid_m, pid_n, MAX_M, N, BM, BN)
     if pid_m * BM >= rows:  # no row of this tile is computed: zeros
         tl.store(c_ptrs, tl.zeros((BM, BN), dtype=tl.bfloat16), mask=c_mask)
         return
@@ -167,5 +164,5 @@ def gemm_bf16_kernel(a_ptr, as_ptr, b_ptr, s_ptr, bq_ptr, ref_ptr, mm_ptr, c_ptr
         acc = _exact_tile(a_base, as_base, b_ptr + grp * N * (K // 2), s_ptr + grp * N * (K // 32),
                           rows_m, m_ok, rows_n, n_ok, K, INTERPRETER)
     # Rows past masked_m are zero by the masked loads (unless B holds inf/NaN): stored as 0.
-    out = tl.where(m_ok[:, None], _to_bf16(acc, INTERPRETER), tl.zeros((BM, BN), dtype=tl.bfloat16))
+    out = tl.where(m_ok[:, None], to_bf16(acc, INTERPRETER), tl.zeros((BM, BN), dtype=tl.bfloat16))
     tl.store(c_ptrs, out, mask=c_mask)

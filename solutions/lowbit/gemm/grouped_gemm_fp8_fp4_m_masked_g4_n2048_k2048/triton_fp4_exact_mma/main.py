@@ -15,25 +15,13 @@ from typing import NamedTuple
 
 import torch
 
+from .checks import check_tensor
 from .fast_launch import INTERPRET, launch
 from .heuristics import DECODE_ROWS, DECODE_WARPS, Tile, choose
 from .kernel import decode_b_kernel, gemm_bf16_kernel
 from .one_pass import grouped_one_pass_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
-
-
-def _check(name, t, dtypes, shape, device):
-    if not isinstance(t, torch.Tensor):
-        raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
-    if t.dtype not in dtypes:
-        raise ValueError(f"{name}: expected dtype {' or '.join(map(str, dtypes))}, got {t.dtype}")
-    if tuple(t.shape) != tuple(shape):
-        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(t.shape)}")
-    if t.device != device:
-        raise ValueError(f"{name}: expected device {device}, got {t.device}")
-    if not t.is_contiguous():
-        raise ValueError(f"{name}: expected a contiguous tensor")
 
 
 class _Plan(NamedTuple):
@@ -69,12 +57,12 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
     if n < 1:
         raise ValueError(f"b_fp4: n (dimension 1) must be >= 1, got {n}")
     dev = a_fp8.device
-    _check("a_fp8", a_fp8, (torch.float8_e4m3fn,), (g, max_m, k), dev)
-    _check("a_scale", a_scale, (torch.float32,), (g, max_m, k // 128), dev)
-    _check("b_fp4", b_fp4, (torch.int8, torch.uint8), (g, n, k // 2), dev)
-    _check("b_scale", b_scale, (torch.float32,), (g, n, k // 32), dev)
-    _check("masked_m", masked_m, (torch.int32, torch.int64), (g,), dev)
-    _check("c", c, (torch.bfloat16,), (g, max_m, n), dev)
+    check_tensor("a_fp8", a_fp8, (torch.float8_e4m3fn,), (g, max_m, k), dev)
+    check_tensor("a_scale", a_scale, (torch.float32,), (g, max_m, k // 128), dev)
+    check_tensor("b_fp4", b_fp4, (torch.int8, torch.uint8), (g, n, k // 2), dev)
+    check_tensor("b_scale", b_scale, (torch.float32,), (g, n, k // 32), dev)
+    check_tensor("masked_m", masked_m, (torch.int32, torch.int64), (g,), dev)
+    check_tensor("c", c, (torch.bfloat16,), (g, max_m, n), dev)
     if expected_m is not None and not isinstance(expected_m, int):
         raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
     if g == 0 or max_m == 0:

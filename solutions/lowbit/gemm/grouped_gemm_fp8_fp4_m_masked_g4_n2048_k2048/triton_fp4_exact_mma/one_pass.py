@@ -19,7 +19,8 @@ order (one 16-bit load a pair), so the block is two K=64 MMAs with no shuffle.
 import triton
 import triton.language as tl
 
-from .kernel import _exact_tile, _to_bf16
+from .kernel import _exact_tile, masked_tile
+from .rounding import to_bf16
 
 MAX_SPREAD16 = tl.constexpr(23)
 
@@ -97,12 +98,7 @@ def grouped_one_pass_kernel(a_ptr, as_ptr, b_ptr, s_ptr, mm_ptr, c_ptr, MAX_M, N
     tiles_m = tl.cdiv(MAX_M, BM)
     pid_m = pid % tiles_m
     pid_n = pid // tiles_m
-    rows = tl.minimum(tl.maximum(tl.load(mm_ptr + grp), 0), MAX_M).to(tl.int32)
-    rows_m = pid_m * BM + tl.arange(0, BM)
-    rows_n = pid_n * BN + tl.arange(0, BN)
-    n_ok = rows_n < N
-    c_ptrs = c_ptr + grp * MAX_M * N + rows_m[:, None].to(tl.int64) * N + rows_n[None, :]
-    c_mask = (rows_m < MAX_M)[:, None] & n_ok[None, :]
+    rows, rows_m, rows_n, n_ok, c_ptrs, c_mask = masked_tile(mm_ptr, c_ptr, grp, pid_m, pid_n, MAX_M, N, BM, BN)
     if pid_m * BM >= rows:  # no row of this tile is computed: zeros
         tl.store(c_ptrs, tl.zeros((BM, BN), dtype=tl.bfloat16), mask=c_mask)
         return
@@ -154,7 +150,7 @@ def grouped_one_pass_kernel(a_ptr, as_ptr, b_ptr, s_ptr, mm_ptr, c_ptr, MAX_M, N
             acc = tl.trans(exact)
         else:
             acc = exact
-    out = _to_bf16(acc, INTERPRETER)
+    out = to_bf16(acc, INTERPRETER)
     if SWAP:
         out = tl.trans(out)
     out = tl.where(m_ok[:, None], out, tl.zeros((BM, BN), dtype=tl.bfloat16))

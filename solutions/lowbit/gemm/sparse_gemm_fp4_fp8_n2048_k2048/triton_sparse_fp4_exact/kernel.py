@@ -19,17 +19,7 @@ SWAP=True puts B's rows on the MMA's M side, for few rows of A.
 import triton
 import triton.language as tl
 
-
-@triton.jit
-def _to_bf16(x, MANUAL_RNE: tl.constexpr):
-    """fp32 -> bf16, round to nearest even. The Triton interpreter truncates in its cast, so
-    MANUAL_RNE rounds with integer ops there (finite inputs); on GPUs the cast is used."""
-    if MANUAL_RNE:
-        bits = x.to(tl.int32, bitcast=True)
-        bits = bits + 0x7FFF + ((bits >> 16) & 1)
-        return (bits >> 16).to(tl.int16).to(tl.bfloat16, bitcast=True)
-    else:
-        return x.to(tl.bfloat16)
+from .rounding import to_bf16
 
 
 @triton.jit
@@ -102,7 +92,7 @@ def sparse_fp16_kernel(v_ptr, m_ptr, b_ptr, c_ptr, M, N, G,
         acc = _mma(_a_at(x0, x1, p0, p1, 1), _b_at(words, 1), acc, SWAP)
         acc = _mma(_a_at(x0, x1, p0, p1, 2), _b_at(words, 2), acc, SWAP)
         acc = _mma(_a_at(x0, x1, p0, p1, 3), _b_at(words, 3), acc, SWAP)
-    out = _to_bf16(acc, MANUAL_RNE)
+    out = to_bf16(acc, MANUAL_RNE)
     if SWAP:
         out = tl.trans(out)
     tl.store(c_ptr + rows[:, None].to(tl.int64) * N + cols[None, :], out, mask=m_ok[:, None] & n_ok[None, :])

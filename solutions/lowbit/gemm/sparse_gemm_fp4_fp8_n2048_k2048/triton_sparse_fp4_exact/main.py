@@ -16,25 +16,13 @@ from typing import NamedTuple
 
 import torch
 
+from .checks import check_tensor
 from .fast_launch import INTERPRET, launch
 from .heuristics import DENSE_CHUNK, DENSE_ROWS, Tile, choose
 from .kernel import dense_operands_kernel, sparse_fp16_kernel
 
 DEF_N, DEF_K = 2048, 2048
 _BYTES = (torch.int8, torch.uint8)
-
-
-def _check(name, t, dtypes, shape, device):
-    if not isinstance(t, torch.Tensor):
-        raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
-    if t.dtype not in dtypes:
-        raise ValueError(f"{name}: expected dtype {' or '.join(map(str, dtypes))}, got {t.dtype}")
-    if tuple(t.shape) != tuple(shape):
-        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(t.shape)}")
-    if t.device != device:
-        raise ValueError(f"{name}: expected device {device}, got {t.device}")
-    if not t.is_contiguous():
-        raise ValueError(f"{name}: expected a contiguous tensor")
 
 
 class _Plan(NamedTuple):
@@ -61,10 +49,10 @@ def _make_plan(a_vals, a_meta, b_fp8, c, tile, entry):
     if k <= 0 or k % 128:
         raise ValueError(f"b_fp8: k (dimension 1) must be a positive multiple of 128, got {k}")
     dev = b_fp8.device
-    _check("a_vals", a_vals, _BYTES, (m, k // 4), dev)
-    _check("a_meta", a_meta, _BYTES, (m, k // 4), dev)
-    _check("b_fp8", b_fp8, (torch.float8_e4m3fn,), (n, k), dev)
-    _check("c", c, (torch.bfloat16,), (m, n), dev)
+    check_tensor("a_vals", a_vals, _BYTES, (m, k // 4), dev)
+    check_tensor("a_meta", a_meta, _BYTES, (m, k // 4), dev)
+    check_tensor("b_fp8", b_fp8, (torch.float8_e4m3fn,), (n, k), dev)
+    check_tensor("c", c, (torch.bfloat16,), (m, n), dev)
     if m == 0:
         return _Plan(True, (), (), {})
     tile = tile or choose(m)

@@ -1,6 +1,7 @@
-"""CPU tests (Triton interpreter) of the grouped solution's bf16-MMA kernels against the float64
-oracle at reduced sizes: tile edges, the scale fold's boundary, the exact path for scales that
-do not fold, masked_m's odd values, serving-shaped data, and argument checks."""
+"""CPU tests (Triton interpreter) of the grouped solution's two forms (one pass on fp16 MMAs,
+two passes on bf16) against the float64 oracle at reduced sizes: tile edges, the scale fold's
+boundaries, the exact path for scales that do not fold, masked_m's odd values, serving-shaped
+data, argument checks, and the one-pass form's PTX decode (emulated)."""
 
 import os
 
@@ -157,3 +158,57 @@ def test_bad_arguments_name_the_argument(bad):
         main.grouped_gemm_fp8_fp4_masked(**good)
         with pytest.raises(ValueError, match=name):
             main.grouped_gemm_fp8_fp4_masked(**args)
+
+
+# --- The one-pass form's PTX decode cannot run in the interpreter: its text is executed here
+# --- by a small emulator of the instructions it uses, on every byte in every position.
+
+one_pass = load_solution(DEF, "lowbit", SOL, "one_pass")
+
+
+def _prmt(a, b, c):
+    """prmt.b32 in its default mode: byte i of the result is byte (c's nibble i & 7) of the
+    pair (b:a), or that byte's sign replicated when the nibble's bit 3 is set."""
+    src = [(a >> (8 * i)) & 0xFF for i in range(4)] + [(b >> (8 * i)) & 0xFF for i in range(4)]
+    out = 0
+    for i in range(4):
+        sel = (c >> (4 * i)) & 0xF
+        v = src[sel & 7]
+        if sel & 8:
+            v = 0xFF if v & 0x80 else 0
+        out |= v << (8 * i)
+    return out
+
+
+def _run_ptx(text, regs):
+    mask = 0xFFFFFFFF
+    for line in text.splitlines():
+        line = line.strip().rstrip(";")
+        if not line or line[0] in "{}" or line.startswith(".reg"):
+            continue
+        op, args = line.split(None, 1)
+        dst, *srcs = [x.strip() for x in args.split(",")]
+        v = [int(x, 0) if x[0].isdigit() else regs[x] for x in srcs]
+        regs[dst] = {"mov.b32": lambda: v[0], "and.b32": lambda: v[0] & v[1], "or.b32": lambda: v[0] | v[1],
+                     "shl.b32": lambda: (v[0] << v[1]) & mask, "shr.u32": lambda: v[0] >> v[1],
+                     "prmt.b32": lambda: _prmt(v[0], v[1], v[2])}[op]() & mask
+    return regs
+
+
+def test_prmt_decode_matches_e2m1_for_every_byte():
+    from lowbit_gemm.numerics import e2m1_decode
+
+    text = one_pass._PRMT_DECODE.value
+    words = [b0 | (b1 << 8) | (b2 << 16) | (b3 << 24) for b0 in range(256) for b1, b2, b3 in
+             ((b0 ^ 0x5A, (b0 * 7) & 0xFF, 255 - b0), (0x00, 0xFF, 0x88), (0x91, 0x19, 0x7F))]
+    for word in words:
+        r = _run_ptx(text, {"$4": word})
+        got = torch.tensor([r["$0"], r["$1"], r["$2"], r["$3"]], dtype=torch.int64)
+        halves = torch.stack((got & 0xFFFF, got >> 16), dim=-1).flatten().to(torch.int16)  # int16 wraps
+        values = halves.view(torch.float16).to(torch.float64)
+        # $0, $1: the even codes (low nibbles) of bytes 0-1, 2-3; $2, $3: the odd codes.
+        data = [(word >> (8 * i)) & 0xFF for i in range(4)]
+        want_even = e2m1_decode(torch.tensor([d & 0xF for d in data])).to(torch.float64)
+        want_odd = e2m1_decode(torch.tensor([d >> 4 for d in data])).to(torch.float64)
+        assert torch.equal(values[:4], want_even) and torch.equal(values[4:], want_odd), hex(word)
+        assert torch.equal(torch.signbit(values[:4]), torch.signbit(want_even)), hex(word)  # -0 is -0
