@@ -1,6 +1,9 @@
 """Plain PyTorch baseline: dequantize each group to float32, matmul its valid rows, zero the rest.
 
 What a user writes first; it runs anywhere PyTorch runs (CPU or GPU).
+
+Its E2M1 decode is its own on purpose: a baseline is the plain PyTorch FlashInfer-Bench ranks
+against, and shares no code with the kernels it is compared against.
 """
 
 import torch

@@ -1,6 +1,9 @@
 """Plain PyTorch baseline: rebuild the dense float32 A from the 2:4 encoding, then one matmul.
 
 What a user writes first; it runs anywhere PyTorch runs (CPU or GPU).
+
+Its E2M1 decode is its own on purpose: a baseline is the plain PyTorch FlashInfer-Bench ranks
+against, and shares no code with the kernels it is compared against.
 """
 
 import torch

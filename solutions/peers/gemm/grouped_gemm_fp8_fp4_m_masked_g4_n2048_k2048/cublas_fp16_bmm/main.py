@@ -13,6 +13,9 @@ on the device, with no host sync.
 prepare() is the one-time dequantization (outside the timed region of the report's column
 without it); run_prepared() is the bmm and the mask; run() does both on every call.
 Self-contained: torch only.
+
+Its E2M1 decode is its own on purpose: a peer stands for what a user would run without this
+project, and shares no code with the kernels it is compared against.
 """
 
 import torch

@@ -11,6 +11,9 @@ them). Writing A = hi + lo (hi = bf16(A), lo = bf16(A - hi)) keeps 16 mantissa b
 hi and lo side by side along K against B twice makes it still ONE bmm, with fp32
 accumulation, at twice the FLOPs. B needs no pair: E2M1 times a power of two is exact in bf16.
 Self-contained: torch only.
+
+Its E2M1 decode is its own on purpose: a peer stands for what a user would run without this
+project, and shares no code with the kernels it is compared against.
 """
 
 import torch

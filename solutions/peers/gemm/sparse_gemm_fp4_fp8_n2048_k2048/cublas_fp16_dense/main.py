@@ -9,6 +9,9 @@ the same fp16 values, which is the same arithmetic.
 prepare() decodes A and converts B (the pre-decoded operands, outside the timed region of the
 report's column without one-time prep); run_prepared() is the matmul; run() does both on
 every call. Self-contained: torch only.
+
+Its E2M1 decode is its own on purpose: a peer stands for what a user would run without this
+project, and shares no code with the kernels it is compared against.
 """
 
 import torch

@@ -9,6 +9,9 @@ it (bench.timing times run_prepared with prepared operands rotating like any inp
 Rows are padded to a multiple of 64 for cuSPARSELt's tile constraints. The algorithm is chosen
 once per shape by cuSPARSELt's own search (torch._cslt_sparse_mm_search) inside prepare() and
 kept in a module dict (a per-shape plan, not cached results). Self-contained: torch only.
+
+Its E2M1 decode is its own on purpose: a peer stands for what a user would run without this
+project, and shares no code with the kernels it is compared against.
 """
 
 import torch

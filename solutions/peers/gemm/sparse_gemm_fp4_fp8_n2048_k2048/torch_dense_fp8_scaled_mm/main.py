@@ -4,6 +4,9 @@ Every E2M1 value, and every sum of two (a repeated 2:4 position), is exact in e4
 dense FP8 A is the definition's A without rounding; the GEMM runs on the FP8 tensor cores
 with fp32 accumulation and bf16 output. Rows are padded to a multiple of 16, which
 _scaled_mm requires. Self-contained: torch only.
+
+Its E2M1 decode is its own on purpose: a peer stands for what a user would run without this
+project, and shares no code with the kernels it is compared against.
 """
 
 import torch
