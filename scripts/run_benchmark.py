@@ -43,7 +43,6 @@ import shlex  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))  # run from a checkout without installing, as on a GPU host
 
 
 def parse_args(argv=None):

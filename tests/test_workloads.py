@@ -4,8 +4,6 @@ reproduces every file byte for byte."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -35,13 +33,10 @@ def loaded(name: str):
     return [(t.workload, load_safetensors(d, t.workload, ts.root)) for t in ts.workloads[name]]
 
 
-@lru_cache(maxsize=None)
 def _gen_module():
-    spec = importlib.util.spec_from_file_location("gen_workloads", ROOT / "scripts" / "gen_workloads.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    from lowbit_gemm import workloads
+
+    return workloads
 
 
 def test_trace_set_loads():
