@@ -11,6 +11,7 @@ Entry points:
 Self-contained: only torch and triton, plus this folder's modules.
 """
 
+import numbers
 from typing import NamedTuple
 
 import torch
@@ -63,8 +64,9 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
     check_tensor("b_scale", b_scale, (torch.float32,), (g, n, k // 32), dev)
     check_tensor("masked_m", masked_m, (torch.int32, torch.int64), (g,), dev)
     check_tensor("c", c, (torch.bfloat16,), (g, max_m, n), dev)
-    if expected_m is not None and not isinstance(expected_m, int):
+    if expected_m is not None and not isinstance(expected_m, numbers.Integral):
         raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
+    expected_m = None if expected_m is None else int(expected_m)
     if g == 0 or max_m == 0:
         return _Plan(True, (), (), {})
     tile = tile or choose(max_m, expected_m)
