@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import torch
 
+from .checks import check_tensor
 from .kernel import grouped_dot_scaled_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
@@ -67,19 +68,12 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     if n < 1:
         raise ValueError(f"b_fp4: n (dimension 1) must be >= 1, got {n}")
     dev = a_fp8.device
-    expected = {"a_fp8": (a_fp8, (torch.float8_e4m3fn,), (g, max_m, k)),
-                "a_scale": (a_scale, (torch.float32,), (g, max_m, k // 128)),
-                "b_fp4": (b_fp4, (torch.int8, torch.uint8), (g, n, k // 2)),
-                "b_scale": (b_scale, (torch.float32,), (g, n, k // 32)),
-                "masked_m": (masked_m, (torch.int32, torch.int64), (g,)),
-                "c": (c, (torch.bfloat16,), (g, max_m, n))}
-    for name, (t, dtypes, shape) in expected.items():
-        if not (isinstance(t, torch.Tensor) and t.dtype in dtypes and tuple(t.shape) == shape
-                and t.device == dev and t.is_contiguous()):
-            got = (f"{t.dtype} {tuple(t.shape)} on {t.device}{'' if t.is_contiguous() else ', not contiguous'}"
-                   if isinstance(t, torch.Tensor) else type(t).__name__)
-            raise ValueError(f"{name}: expected a contiguous {' or '.join(map(str, dtypes))} tensor of shape "
-                             f"{shape} on {dev}, got {got}")
+    check_tensor("a_fp8", a_fp8, (torch.float8_e4m3fn,), (g, max_m, k), dev)
+    check_tensor("a_scale", a_scale, (torch.float32,), (g, max_m, k // 128), dev)
+    check_tensor("b_fp4", b_fp4, (torch.int8, torch.uint8), (g, n, k // 2), dev)
+    check_tensor("b_scale", b_scale, (torch.float32,), (g, n, k // 32), dev)
+    check_tensor("masked_m", masked_m, (torch.int32, torch.int64), (g,), dev)
+    check_tensor("c", c, (torch.bfloat16,), (g, max_m, n), dev)
     if g == 0 or max_m == 0:
         return c
     if tile is None:
