@@ -17,7 +17,7 @@ from typing import NamedTuple
 import torch
 
 from .checks import check_tensor
-from .fast_launch import INTERPRET, launch
+from .fast_launch import INTERPRET, Launch
 from .heuristics import DECODE_ROWS, DECODE_WARPS, Tile, choose
 from .kernel import decode_b_kernel, gemm_bf16_kernel
 from .one_pass import grouped_one_pass_kernel
@@ -27,15 +27,11 @@ DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 
 class _Plan(NamedTuple):
     empty: bool
-    grid: tuple
-    ints: tuple     # MAX_M, N
-    consts: dict
-    decode_grid: tuple = ()
-    decode_consts: dict = {}
+    gemm: Launch = None     # the one pass, or the second pass
+    decode: Launch = None   # the first pass (None: one pass)
     g: int = 0
     n: int = 0
     k: int = 0
-    one_pass: bool = False
 
 
 _PLANS = {}
@@ -68,7 +64,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
         raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
     expected_m = None if expected_m is None else int(expected_m)
     if g == 0 or max_m == 0:
-        return _Plan(True, (), (), {})
+        return _Plan(True)
     tile = tile or choose(max_m, expected_m)
     if not isinstance(tile, Tile):
         raise ValueError(f"tile: expected a heuristics.Tile, got {type(tile).__name__}")
@@ -78,12 +74,12 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
         use_asm = dev.type == "cuda" and not INTERPRET and torch.version.hip is None
         consts = dict(K=k, BM=tile.BM, BN=tile.BN, SWAP=tile.SWAP, INTERPRETER=INTERPRET, USE_ASM=use_asm,
                       num_warps=tile.num_warps, num_stages=tile.num_stages)
-        return _Plan(False, grid, (max_m, n), consts, one_pass=True)
+        return _Plan(False, Launch(grouped_one_pass_kernel, grid, (max_m, n), consts, dev))
     consts = dict(K=k, BM=tile.BM, BN=tile.BN, GROUP_M=tile.GROUP_M, INTERPRETER=INTERPRET,
                   num_warps=tile.num_warps, num_stages=tile.num_stages)
-    decode_grid = (-(-n // DECODE_ROWS), k // 128, g)
-    decode_consts = dict(K=k, BR=DECODE_ROWS, num_warps=DECODE_WARPS)
-    return _Plan(False, grid, (max_m, n), consts, decode_grid, decode_consts, g, n, k)
+    decode = Launch(decode_b_kernel, (-(-n // DECODE_ROWS), k // 128, g), (n,),
+                    dict(K=k, BR=DECODE_ROWS, num_warps=DECODE_WARPS), dev)
+    return _Plan(False, Launch(gemm_bf16_kernel, grid, (max_m, n), consts, dev), decode, g, n, k)
 
 
 def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None,
@@ -113,17 +109,17 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
             if len(_PLANS) > 1024:
                 _PLANS.clear()
             _PLANS[key] = plan
-    if plan.one_pass:
-        launch(grouped_one_pass_kernel, plan.grid, (a_fp8, a_scale, b_fp4, b_scale, masked_m, c, *plan.ints),
-               plan.consts)
-    elif not plan.empty:
+    if plan.empty:
+        return c
+    if plan.decode is None:
+        plan.gemm(a_fp8, a_scale, b_fp4, b_scale, masked_m, c)
+    else:
         # Per call: the decoded weights are a function of this call's b_fp4 and b_scale, in
         # fresh buffers from the stream-ordered allocator (calls on other streams get others).
         bq = torch.empty((plan.g, plan.n, plan.k), dtype=torch.bfloat16, device=c.device)
         ref = torch.empty((plan.g, plan.n, plan.k // 128), dtype=torch.float32, device=c.device)
-        launch(decode_b_kernel, plan.decode_grid, (b_fp4, b_scale, bq, ref, plan.n), plan.decode_consts)
-        launch(gemm_bf16_kernel, plan.grid, (a_fp8, a_scale, b_fp4, b_scale, bq, ref, masked_m, c, *plan.ints),
-               plan.consts)
+        plan.decode(b_fp4, b_scale, bq, ref)
+        plan.gemm(a_fp8, a_scale, b_fp4, b_scale, bq, ref, masked_m, c)
     return c
 
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import torch
 
 from .checks import check_tensor
-from .fast_launch import INTERPRET, launch
+from .fast_launch import INTERPRET, Launch
 from .heuristics import DENSE_CHUNK, DENSE_ROWS, Tile, choose
 from .kernel import dense_operands_kernel, sparse_fp16_kernel
 
@@ -27,10 +27,11 @@ _BYTES = (torch.int8, torch.uint8)
 
 class _Plan(NamedTuple):
     empty: bool
-    grid: tuple
-    ints: tuple     # M, N, G
-    consts: dict
-    dense: bool = False   # the dense-operands path (grid and consts are its first pass's)
+    kernel: Launch = None   # the one pass, or the dense path's first pass
+    dense: bool = False     # the dense-operands path
+    m: int = 0
+    n: int = 0
+    groups: int = 0
 
 
 _PLANS = {}
@@ -54,17 +55,19 @@ def _make_plan(a_vals, a_meta, b_fp8, c, tile, entry):
     check_tensor("b_fp8", b_fp8, (torch.float8_e4m3fn,), (n, k), dev)
     check_tensor("c", c, (torch.bfloat16,), (m, n), dev)
     if m == 0:
-        return _Plan(True, (), (), {})
+        return _Plan(True)
     tile = tile or choose(m)
     if tile == "dense" or tile is None:
         grid = (-(-m // DENSE_ROWS) + -(-n // DENSE_ROWS), -(-k // DENSE_CHUNK), 1)
-        return _Plan(False, grid, (m, n, groups), dict(ROWS=DENSE_ROWS, CHUNK=DENSE_CHUNK, num_warps=4), True)
+        first = Launch(dense_operands_kernel, grid, (m, n, groups), dict(ROWS=DENSE_ROWS, CHUNK=DENSE_CHUNK, num_warps=4),
+                       dev)
+        return _Plan(False, first, True, m, n, groups)
     if not isinstance(tile, Tile):
         raise ValueError(f"tile: expected a heuristics.Tile or 'dense', got {type(tile).__name__}")
     grid = (-(-m // tile.BM) * -(-n // tile.BN), 1, 1)
     consts = dict(BM=tile.BM, BN=tile.BN, SWAP=tile.SWAP, GROUP_M=tile.GROUP_M, MANUAL_RNE=INTERPRET,
                   num_warps=tile.num_warps, num_stages=tile.num_stages)
-    return _Plan(False, grid, (m, n, groups), consts)
+    return _Plan(False, Launch(sparse_fp16_kernel, grid, (m, n, groups), consts, dev))
 
 
 def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None, _entry=False):
@@ -89,12 +92,11 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None, _entry=False):
     if plan.empty:
         return c
     if not plan.dense:
-        launch(sparse_fp16_kernel, plan.grid, (a_vals, a_meta, b_fp8, c, *plan.ints), plan.consts)
+        plan.kernel(a_vals, a_meta, b_fp8, c)
         return c
-    m, n, groups = plan.ints
-    a16 = torch.empty((m, 4 * groups), dtype=torch.bfloat16, device=c.device)
-    b16 = torch.empty((n, 4 * groups), dtype=torch.bfloat16, device=c.device)
-    launch(dense_operands_kernel, plan.grid, (a_vals, a_meta, b_fp8, a16, b16, *plan.ints), plan.consts)
+    a16 = torch.empty((plan.m, 4 * plan.groups), dtype=torch.bfloat16, device=c.device)
+    b16 = torch.empty((plan.n, 4 * plan.groups), dtype=torch.bfloat16, device=c.device)
+    plan.kernel(a_vals, a_meta, b_fp8, a16, b16)
     # cuBLAS accumulates in fp32; a reduction in bf16 (which torch allows by default for
     # split-K) would round partial sums, so it is disallowed for this call.
     flags = torch.backends.cuda.matmul
