@@ -8,7 +8,7 @@
 
 Steps on a CUDA GPU:
  1. pack solutions/ into Solution JSON (so the harness runs what is in the folders now);
- 2. measure this GPU's ceilings (copy bandwidth, FP8 GEMM rate) and the launch floor (the
+ 2. measure this GPU's ceilings (copy bandwidth, bf16 and FP8 GEMM rates) and the launch floor (the
     harness-style latency of an empty Triton launch and of torch's smallest op);
  3. per definition: FlashInfer-Bench's Benchmark on every chosen solution x workload
     (progress bar), traces appended under traces/; then our own exactness check (bad
@@ -102,7 +102,8 @@ def run_gpu(args) -> int:
     print("measuring this GPU's ceilings ...", flush=True)
     ceil = ceilings.measure(quick=args.quick)
     print(f"{ceil.gpu}: copy {ceil.copy_bytes_per_s / 1e12:.2f} TB/s, "
-          f"FP8 GEMM {ceil.fp8_flops_per_s / 1e12:.0f} TFLOP/s, L2 {ceil.l2_bytes / 2**20:.0f} MiB")
+          f"bf16 GEMM {ceil.bf16_flops_per_s / 1e12:.0f} TFLOP/s, FP8 GEMM {ceil.fp8_flops_per_s / 1e12:.0f} TFLOP/s, "
+          f"L2 {ceil.l2_bytes / 2**20:.0f} MiB")
     floor = launch_floor.measure()
     if floor:
         print("launch floor (harness-style mean): "

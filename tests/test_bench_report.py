@@ -64,6 +64,18 @@ def test_floors_and_fractions(results):
     assert g.work.rows == 512 + 256 + 0 + 512
 
 
+def test_compute_floor_divides_by_the_bf16_rate(results):
+    """With a measured bf16 rate: the grouped floor divides by it, the 2:4 sparse one by twice it;
+    results recorded without one (the fixture above) divide by the FP8 rate."""
+    results.ceilings = Ceilings.from_dict({**CEIL.to_dict(), "bf16_flops_per_s": 4e14})
+    s = {r.uuid: r for r in report.workload_rows(results, SPARSE)}["fixture-s64"]
+    assert s.floors.compute_us == pytest.approx(2 * 64 * 2048 * 2048 / 8e14 * 1e6)
+    g = {r.uuid: r for r in report.workload_rows(results, GROUPED)}["fixture-g512"]
+    assert g.floors.compute_us == pytest.approx(g.work.flops / 4e14 * 1e6)
+    old = {k: v for k, v in CEIL.to_dict().items() if k != "bf16_flops_per_s"}
+    assert Ceilings.from_dict(old).compute_flops_per_s(sparse=True) == CEIL.fp8_flops_per_s
+
+
 def test_best_and_speedups(results):
     r = {r.uuid: r for r in report.workload_rows(results, SPARSE)}["fixture-s64"]
     assert r.reference_us == pytest.approx(500.0)

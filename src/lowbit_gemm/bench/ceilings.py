@@ -2,10 +2,15 @@
 
 - copy bandwidth: a large device-to-device copy; bytes counted are read + write. This is what
   a streaming kernel can reach, usually 85-90% of the datasheet HBM figure.
-- FP8 GEMM rate: torch._scaled_mm on 8192^3 random e4m3 operands (bf16 out), a size large
-  enough that cuBLAS runs near its peak. A dense FP8 rate is the fastest tensor-core path
-  both definitions can use on an H200 (no FP4 tensor cores there).
-Both are medians over several CUDA-event timed repetitions.
+- bf16 GEMM rate: torch.mm on 8192^3 random bf16 operands, a size large enough that cuBLAS
+  runs near its peak. The compute floors divide by it: the exact kernels multiply 16-bit
+  operands (fp16 and bf16 run at one rate on Hopper), because Hopper's FP8 MMA accumulates with
+  about 14 bits and fails the elementwise check. The 2:4 sparse definition's floor divides by
+  twice it, the sparse tensor cores' nominal factor (not measured here).
+- FP8 GEMM rate: torch._scaled_mm on 8192^3 random e4m3 operands (bf16 out): the fastest
+  dense tensor-core path on an H200 (no FP4 tensor cores there), shown beside, and the
+  divisor of results recorded before the bf16 rate was measured.
+All are medians over several CUDA-event timed repetitions.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ class Ceilings:
     l2_bytes: int
     copy_bytes_per_s: float
     fp8_flops_per_s: float
+    bf16_flops_per_s: float = 0.0  # 0: not measured (results recorded before it was)
     versions: Dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -30,6 +36,13 @@ class Ceilings:
     @classmethod
     def from_dict(cls, d: dict) -> "Ceilings":
         return cls(**d)
+
+    def compute_flops_per_s(self, sparse: bool) -> float:
+        """The rate a compute floor divides by (module doc): the bf16 rate, doubled for the 2:4
+        sparse definition; the FP8 rate for results without a bf16 rate."""
+        if self.bf16_flops_per_s <= 0:
+            return self.fp8_flops_per_s
+        return self.bf16_flops_per_s * (2.0 if sparse else 1.0)
 
 
 def _median_ms(fn, reps: int, warmup: int = 3) -> float:
@@ -58,6 +71,17 @@ def measure_copy_bandwidth(nbytes: int = 2 << 30, reps: int = 20) -> float:
     ms = _median_ms(lambda: dst.copy_(src), reps)
     del src, dst
     return 2 * nbytes / (ms * 1e-3)
+
+
+def measure_bf16_gemm_rate(size: int = 8192, reps: int = 20) -> float:
+    """FLOP/s of a dense bf16 x bf16 -> bf16 GEMM through torch.mm (fp32 accumulation)."""
+    import torch
+
+    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
+    ms = _median_ms(lambda: torch.mm(a, b, out=out), reps)
+    return 2.0 * size ** 3 / (ms * 1e-3)
 
 
 def measure_fp8_gemm_rate(size: int = 8192, reps: int = 20) -> float:
@@ -106,5 +130,6 @@ def measure(quick: bool = False) -> Ceilings:
         l2_bytes=int(getattr(props, "L2_cache_size", 0) or 0),
         copy_bytes_per_s=measure_copy_bandwidth(reps=reps),
         fp8_flops_per_s=measure_fp8_gemm_rate(reps=reps),
+        bf16_flops_per_s=measure_bf16_gemm_rate(reps=reps),
         versions=versions(),
     )

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .published import matches, published_for
 from .results import Measurement, RunResults
-from .roofline import Floors, Work, floors, fraction_of, size_axis, speedup, work_for
+from .roofline import SPARSE, Floors, Work, floors, fraction_of, size_axis, speedup, work_for
 
 KIND_ORDER = {"own": 0, "peer": 1, "baseline": 2}
 
@@ -53,7 +53,8 @@ def workload_rows(results: RunResults, definition: str) -> List[WorkloadRow]:
     for uuid, ms in by_wl.items():
         first = ms[0]
         work = work_for(definition, first.axes, first.masked_m)
-        fl = (floors(work, results.ceilings.copy_bytes_per_s, results.ceilings.fp8_flops_per_s)
+        fl = (floors(work, results.ceilings.copy_bytes_per_s,
+                     results.ceilings.compute_flops_per_s(sparse=definition == SPARSE))
               if results.ceilings else None)
         rows.append(WorkloadRow(uuid, first.axes, first.masked_m, work, fl,
                                 {m.solution: m for m in ms}))
@@ -242,8 +243,12 @@ def render(results: RunResults, plots: Optional[Dict[str, str]] = None) -> str:
         lines += _table(["ceiling", "value", "how"], [
             ["copy bandwidth", f"{c.copy_bytes_per_s / 1e12:.2f} TB/s",
              "device-to-device copy of 2 GiB, read + write bytes, median"],
+            ["bf16 dense GEMM", f"{c.bf16_flops_per_s / 1e12:.0f} TFLOP/s" if c.bf16_flops_per_s > 0
+             else "not measured", "torch.mm bf16 8192³, median; the compute floors' divisor (x 2 for "
+             "the 2:4 sparse definition)"],
             ["FP8 dense GEMM", f"{c.fp8_flops_per_s / 1e12:.0f} TFLOP/s",
-             "torch._scaled_mm e4m3 8192³ → bf16, median"]])
+             "torch._scaled_mm e4m3 8192³ → bf16, median" + ("" if c.bf16_flops_per_s > 0 else
+                                                              "; the compute floors' divisor")]])
     if results.launch_floor:
         lines += ["## Launch floor measured in this run", "",
                   "Harness-style latency (synchronize, event, call, event; 256 MiB zero_() before "

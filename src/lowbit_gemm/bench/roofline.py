@@ -1,8 +1,8 @@
 """What a workload costs at least: FLOPs, minimum bytes moved, and the floors they imply.
 
-A floor is the time below which no kernel can go on this GPU: max(min_bytes / copy bandwidth,
-flops / FP8 GEMM rate), both ceilings measured on the same GPU at the start of the run
-(bench.ceilings). The achieved fraction of a floor is floor / latency (1.0 = at the limit).
+A floor is the time below which no exact kernel can go on this GPU: max(min_bytes / copy
+bandwidth, flops / compute rate), both ceilings measured on the same GPU at the start of the
+run (bench.ceilings says which rate and why). The achieved fraction of a floor is floor / latency (1.0 = at the limit).
 
 Byte counts follow the definitions: every input byte a kernel must read once and every output
 byte it must write once, nothing more; rows beyond masked_m[g] are not read, but all of c is
@@ -86,11 +86,11 @@ def size_axis(definition: str) -> str:
     return {GROUPED: "max_m", SPARSE: "m"}[definition]
 
 
-def floors(work: Work, copy_bytes_per_s: float, fp8_flops_per_s: float) -> Floors:
-    if copy_bytes_per_s <= 0 or fp8_flops_per_s <= 0:
+def floors(work: Work, copy_bytes_per_s: float, flops_per_s: float) -> Floors:
+    if copy_bytes_per_s <= 0 or flops_per_s <= 0:
         raise ValueError("ceilings must be positive")
     return Floors(memory_us=work.min_bytes / copy_bytes_per_s * 1e6,
-                  compute_us=work.flops / fp8_flops_per_s * 1e6)
+                  compute_us=work.flops / flops_per_s * 1e6)
 
 
 def fraction_of(floor_us: float, latency_us: Optional[float]) -> Optional[float]:
