@@ -99,6 +99,7 @@ def run_gpu(args) -> int:
     selections = harness.select(ts, args.definition, args.solution, args.workload, args.quick,
                                 gpu_name=torch.cuda.get_device_name())
 
+    harness.prebuild_cuda(selections)
     print("measuring this GPU's ceilings ...", flush=True)
     ceil = ceilings.measure(quick=args.quick)
     print(f"{ceil.gpu}: copy {ceil.copy_bytes_per_s / 1e12:.2f} TB/s, "

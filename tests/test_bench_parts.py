@@ -86,3 +86,19 @@ def test_gpu_only_peers_say_why_on_cpu():
         folder = solution_dir(SPARSE, "peers", "torch_dense_fp8_scaled_mm").parent / "cuda_naive"
         naive = cpu_check.check_solution(folder)
         assert naive.outcome == "skipped" and "CUDA" in naive.detail
+
+
+def test_prebuild_builds_only_solutions_with_cuda_sources(monkeypatch):
+    from types import SimpleNamespace
+
+    import lowbit_gemm.solutions as solutions
+    from lowbit_gemm.bench import harness
+
+    built = []
+    monkeypatch.setattr(solutions, "load_solution",
+                        lambda d, a, n: SimpleNamespace(entry=lambda: built.append(n)))
+    sel = harness.Selection(SimpleNamespace(name="grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"),
+                            [SimpleNamespace(author="lowbit", name="cuda_fp4_wgmma"),
+                             SimpleNamespace(author="lowbit", name="triton_fp4_exact_mma")], [])
+    harness.prebuild_cuda([sel], echo=lambda *_: None)
+    assert built == ["cuda_fp4_wgmma"]

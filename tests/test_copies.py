@@ -22,6 +22,7 @@ COPIES: dict[str, list[str]] = {
     f"{_GROUPED}/triton_fp4_exact_mma/fast_launch.py": [f"{_SPARSE}/triton_sparse_fp4_exact/fast_launch.py"],
     # Argument checks that name the argument.
     f"{_GROUPED}/triton_fp4_exact_mma/checks.py": [f"{_SPARSE}/triton_sparse_fp4_exact/checks.py",
+                                                   f"{_GROUPED}/cuda_fp4_wgmma/checks.py",
                                                    f"{_GROUPED}/triton_fp4_dot_scaled/checks.py"],
     # fp32 -> bf16 rounding of the stores (by hand under the interpreter).
     f"{_GROUPED}/triton_fp4_exact_mma/rounding.py": [f"{_SPARSE}/triton_sparse_fp4_exact/rounding.py",

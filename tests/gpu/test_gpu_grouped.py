@@ -39,6 +39,7 @@ CASES = [
     ("harness_random", 64, [64, 17, 0, 50], "random"),
     ("harness_random_large", 512, [512, 300, 129, 511], "random"),
     ("wide_b_scale", 128, [128, 100, 31, 77], "wide"),
+    ("subnormal_fold", 256, [256, 200, 31, 129], "subnormal"),
 ]
 
 
@@ -50,9 +51,24 @@ def make(max_m, masked_m, how, seed=0, expected_m=None):
         inputs = grouped_inputs(max_m, masked_m, N, K, seed=seed, outliers=how == "outliers")
     if how == "wide":
         inputs = (*inputs[:3], wide_b_scale(G, N, K, seed=seed), *inputs[4:])
+    if how == "subnormal":
+        inputs = subnormal_fold(inputs)
     if expected_m is not None:
         inputs = (*inputs[:5], expected_m)
     return tuple(t.cuda() if isinstance(t, torch.Tensor) else t for t in inputs)
+
+
+def subnormal_fold(inputs):
+    """Blocks that fold with 23 binades of spread: sub-block 0 of every 128-K block has scale 1 and
+    only zero codes, sub-blocks 1-3 scales 2^-15, 2^-20, 2^-23, so an fp16 fold holds them as
+    subnormals and they alone make the output (a_scale x 2^15 brings it to the check's scale):
+    a flushed or rounded subnormal shows in every element."""
+    a_fp8, a_scale, b_fp4, b_scale, masked_m, hint = inputs
+    packed = b_fp4.clone().view(torch.uint8).reshape(G, N, K // 128, 64)
+    packed[..., :16] = 0  # K 0..31 of each block: codes 0
+    exps = torch.tensor([0.0, -15.0, -20.0, -23.0]).repeat(K // 128)
+    b_scale = torch.exp2(exps).expand(G, N, K // 32).contiguous()
+    return a_fp8, a_scale * 2.0 ** 15, packed.reshape(G, N, K // 2).view(torch.int8), b_scale, masked_m, hint
 
 
 def oracle(inputs):

@@ -77,6 +77,8 @@ def check_solution(folder: Path) -> Check:
     lang = meta["spec"]["language"]
     if lang not in ("python", "triton"):
         return Check(d, author, name, "skipped", f"{lang} sources need a CUDA GPU to build")
+    if any(folder.glob("*.cu")):  # a Python entry over CUDA it compiles itself
+        return Check(d, author, name, "skipped", "CUDA sources (built on first use) need a CUDA GPU")
     if d not in LAUNCHERS:
         return Check(d, author, name, "skipped", "no reduced-size case for this definition")
     inputs, expected_m, c = (_grouped_case() if d == GROUPED else _sparse_case())

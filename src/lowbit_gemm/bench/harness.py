@@ -275,3 +275,22 @@ def time_solutions(ts, sel: Selection, measurements: List[Measurement], l2_bytes
         finally:
             torch.cuda.synchronize()
     drawn.clear()
+
+
+def prebuild_cuda(selections: Sequence[Selection], echo=print) -> None:
+    """Build, before anything is timed, the CUDA sources of the selected solutions that compile
+    them on first use (a Python entry with an ``entry()`` that builds and loads the library):
+    the harness's warm-up would otherwise spend the build, tens of seconds, inside a call."""
+    import time
+
+    from lowbit_gemm.solutions import SOLUTIONS_ROOT, load_solution
+
+    for sel in selections:
+        for sol in sel.solutions:
+            folder = SOLUTIONS_ROOT / sol.author / "gemm" / sel.definition.name / sol.name
+            if not any(folder.glob("*.cu")):
+                continue
+            t0 = time.perf_counter()
+            load_solution(sel.definition.name, sol.author, sol.name).entry()
+            echo(f"built {sol.name} in {time.perf_counter() - t0:.1f} s")
+

@@ -1,0 +1,462 @@
+// M-masked grouped GEMM, A e4m3 (fp32 scale per row per 128 of K) x B packed E2M1 (fp32 UE8M0
+// scale per row per 32 of K), bf16 out, on Hopper's wgmma with f16 operands and fp32
+// accumulation: c[g, r] = bf16(sum_kb a_scale[g, r, kb] * sum_{k in kb} A[g, r, k] * B'[g, n, k] * ...)
+// for r < clamp(masked_m[g], 0, max_m), 0 for the other rows.
+//
+// Why f16: every e4m3 value is exact in fp16, and so is an E2M1 value times 2^d for d >= -23
+// (fp16's subnormals end at 2^-24); the MMA sums exact products in fp32. Hopper's FP8 MMA keeps
+// about 14 bits of its sums and fails FlashInfer-Bench's elementwise check.
+//
+// The scale fold, per weight row and 128-K block kb (one pipeline stage): with e_j the exponent
+// of the block's four per-32 scales, B' = code * 2^(e_j - max e) in fp16 and ref = 2^(max e - 127);
+// the consumers promote once per block: acc += blk * (a_scale[r, kb] * ref[n]). A row whose four
+// scales are not all powers of two in [2^-126, 2^125], or spread over more than 23 binades, is
+// written as plain codes with its four actual scales beside it; a stage holding such a row is
+// multiplied as four 32-K sub-blocks, each promoted by its own scales: exact for any scale.
+//
+// Persistent: one CTA an SM walks the tiles (group, 128 token rows, 128 weight rows); a tile
+// wholly past masked_m costs its zero stores only, not a CTA launch with 200 KB of shared memory.
+// Data flow per tile (BM = 128 token rows, BN = 128 weight rows, one 128-K block a stage):
+//   producer warpgroup (warps 8-11; warp s handles sub-block s of every row, lane = row % 32):
+//       packed FP4 [BN, 64 B] and the rows' scales by cp.async into a raw ring RAW_STAGES deep
+//       -> fold -> fp16 (prmt decode, times 2^d) -> shared memory, 128-byte-swizzled
+//       K-major rows in the K order below, plus each row's per-sub-block factor and a per-warp
+//       "not folded" flag; mbarrier full/empty handoff, STAGES deep;
+//   two consumer warpgroups (64 token rows each): A's e4m3 read from global one stage ahead
+//       straight into the MMA's register fragments (cvt to f16), 8 wgmma m64n128k16 a stage.
+// K order within a stage: the MMA's k16 step j = 2 s + h (s = 32-K sub-block) at fragment
+// column 2 t + q (q = 0, 1) or 8 + 2 t + q - 2 (q = 2, 3) multiplies actual k = 32 s + 8 t + 4 h + q,
+// so consumer thread t (lane % 4) reads 8 contiguous bytes of A per sub-block, each packed B byte
+// (two codes) is one f16x2 of the MMA's B, and each sub-block is two whole k16 steps.
+// tests/test_grouped_wgmma_model.py checks this mapping and the fold against the definition.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "hopper_ptx.cuh"
+#include "wgmma_dense.cuh"
+
+namespace {
+
+using namespace hopper;
+
+constexpr int BM = 128;
+constexpr int BK = 128;           // one scale block
+constexpr int STAGES = 4;
+constexpr int RAW_STAGES = 4;
+constexpr int THREADS = 384;
+constexpr int MAX_SPREAD = 23;    // binades a block's scales may span on the folded path (fp16)
+
+// Shared memory of a CTA whose tiles are BN weight rows wide (128, or 64 where 128-wide tiles
+// leave SMs idle: the producer's decode per stage halves with BN).
+template <int BN>
+struct Smem {
+  static constexpr int STAGE_BYTES = BN * BK * 2;   // fp16 B: two 64-K swizzle atoms of BN x 128 bytes
+  static constexpr int ATOM_BYTES = BN * 128;
+  static constexpr int RAW_CODE_BYTES = BN * BK / 2;  // packed FP4 of a stage: [row][sub-block] 16 bytes
+  // + the rows' four scales, one copy a producer warp (each thread waits for its own copies only):
+  // [warp][row] 16 bytes
+  static constexpr int RAW_BYTES = RAW_CODE_BYTES + 4 * BN * 16;
+  static constexpr int FACTOR_BYTES = 4 * BN * 4;   // fp32 factor [sub-block][row]
+  static constexpr int OFF_RAW = STAGES * STAGE_BYTES;
+  static constexpr int OFF_FACTOR = OFF_RAW + RAW_STAGES * RAW_BYTES;
+  static constexpr int OFF_FLAG = OFF_FACTOR + STAGES * FACTOR_BYTES;  // uint32 [stage][producer warp]
+  static constexpr int OFF_BAR = OFF_FLAG + STAGES * 4 * 4;
+  static constexpr int BYTES = OFF_BAR + 2 * STAGES * 8 + 1024;
+};
+
+// E2M1 magnitude code (0..7) -> high byte of its fp16 value (the low byte is always 0).
+constexpr uint32_t E2M1_F16_HI_0_3 = 0x3e3c3800u;  // 0, 0.5, 1, 1.5
+constexpr uint32_t E2M1_F16_HI_4_7 = 0x46444240u;  // 2, 3, 4, 6
+
+// Four packed bytes (eight E2M1 codes, low nibble first) -> four f16x2, out[b] = {byte b's low
+// code, its high code}. Magnitudes: one permute looks up four codes' fp16 high bytes, a second
+// spreads two of them into the high byte of each half; signs: bit 7 of byte b of w << 4 is the
+// sign of code 2b, bit 7 of byte b of w that of code 2b + 1; one permute puts them under bits 15
+// and 31, a mask keeps those.
+__device__ __forceinline__ void e2m1x8_to_f16x2x4(uint32_t w, uint32_t (&out)[4]) {
+  const uint32_t mag_lo = prmt(E2M1_F16_HI_0_3, E2M1_F16_HI_4_7, w & 0x7777u);          // codes 0..3
+  const uint32_t mag_hi = prmt(E2M1_F16_HI_0_3, E2M1_F16_HI_4_7, (w >> 16) & 0x7777u);  // codes 4..7
+  const uint32_t w4 = w << 4;  // byte i of w4: bit 7 = sign of code 2i; byte i of w: sign of code 2i + 1
+  // out[b] = [0, hi(code 2b), 0, hi(code 2b + 1)]: selector nibbles 4 (a zero byte of 0u) and the index
+  out[0] = prmt(mag_lo, 0u, 0x1404u) | (prmt(w4, w, 0x4000u) & 0x80008000u);
+  out[1] = prmt(mag_lo, 0u, 0x3424u) | (prmt(w4, w, 0x5010u) & 0x80008000u);
+  out[2] = prmt(mag_hi, 0u, 0x1404u) | (prmt(w4, w, 0x6020u) & 0x80008000u);
+  out[3] = prmt(mag_hi, 0u, 0x3424u) | (prmt(w4, w, 0x7030u) & 0x80008000u);
+}
+
+__device__ __forceinline__ uint32_t f16x2_mul(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+
+// Two e4m3 bytes (low first) -> f16x2 (exact).
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xffffu), __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
+
+// One weight row's fold for a block, from its four scales' fp32 bits and sub-block s:
+// f16 factor 2^(e_s - max e) (x2) and fp32 ref 2^(max e - 127) when it folds.
+struct Fold {
+  bool ok;
+  uint32_t factor2;  // f16x2 of 2^d, d = e_s - max e (1.0 when the row does not fold)
+  uint32_t ref_bits;
+};
+
+__device__ __forceinline__ Fold fold_row(const uint4& sc, int s) {
+  const uint32_t bits[4] = {sc.x, sc.y, sc.z, sc.w};
+  bool ok = true;
+  int e_max = 0, e_min = 255;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int e = static_cast<int>((bits[j] >> 23) & 0xffu);
+    ok = ok && (bits[j] & 0x807fffffu) == 0u && e >= 1 && e <= 252;  // positive, power of two, normal
+    e_max = max(e_max, e);
+    e_min = min(e_min, e);
+  }
+  ok = ok && e_max - e_min <= MAX_SPREAD;
+  const uint32_t mine = s == 0 ? sc.x : s == 1 ? sc.y : s == 2 ? sc.z : sc.w;  // no run-time array index
+  const int es = static_cast<int>((mine >> 23) & 0xffu);
+  const int d = es - e_max;  // -23 .. 0 when ok
+  // fp16 bits of 2^d: normal from 2^-14 (exponent field d + 15), subnormal below (bit d + 24)
+  const uint32_t h = d >= -14 ? static_cast<uint32_t>(d + 15) << 10 : 1u << (d + 24 < 0 ? 0 : d + 24);
+  Fold f;
+  f.ok = ok;
+  f.factor2 = ok ? (h | (h << 16)) : 0x3c003c00u;
+  f.ref_bits = static_cast<uint32_t>(e_max) << 23;
+  return f;
+}
+
+// acc += blk * (a_scale * factor[col]), as the Triton solutions promote: acc[4 c + 0..1] at row g
+// (a_scale sa0), cols 8 c + 2 t, + 1; acc[4 c + 2..3] at row g + 8 (sa1). (a_scale * factor can
+// overflow only where a_scale * b_scale > 2^128, far from quantized data; multiplying blk first
+// avoids that but costs 50-100 bytes of spills in the consumers.)
+template <int NACC>  // BN / 2 accumulators a thread
+__device__ __forceinline__ void promote(float (&acc)[NACC], const float (&blk)[NACC], uint32_t factor,
+                                        float sa0, float sa1, int t) {
+#pragma unroll
+  for (int cb = 0; cb < NACC / 4; ++cb) {
+    const float2 f = ld_shared_f2(factor + (8 * cb + 2 * t) * 4);
+    acc[4 * cb + 0] = fmaf(blk[4 * cb + 0], sa0 * f.x, acc[4 * cb + 0]);
+    acc[4 * cb + 1] = fmaf(blk[4 * cb + 1], sa0 * f.y, acc[4 * cb + 1]);
+    acc[4 * cb + 2] = fmaf(blk[4 * cb + 2], sa1 * f.x, acc[4 * cb + 2]);
+    acc[4 * cb + 3] = fmaf(blk[4 * cb + 3], sa1 * f.y, acc[4 * cb + 3]);
+  }
+}
+
+__device__ __forceinline__ int clamp_rows(const void* masked_m, int masked_m_is_64, int grp, int max_m) {
+  const long long v = masked_m_is_64 ? static_cast<const long long*>(masked_m)[grp]
+                                     : static_cast<long long>(static_cast<const int*>(masked_m)[grp]);
+  return static_cast<int>(v < 0 ? 0 : (v > max_m ? max_m : v));
+}
+
+template <int BN>
+__global__ void __launch_bounds__(THREADS, 1)
+    grouped_wgmma_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
+                         const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
+                         const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c,
+                         int groups, int max_m, int n, int k) {
+  using S = Smem<BN>;
+  constexpr int STAGE_BYTES = S::STAGE_BYTES, ATOM_BYTES = S::ATOM_BYTES, RAW_BYTES = S::RAW_BYTES;
+  constexpr int ROWS = BN / 32;  // weight rows a producer thread decodes a stage: lane + 32 i
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint32_t* flags = reinterpret_cast<uint32_t*>(smem + S::OFF_FLAG);    // [stage][producer warp]
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + S::OFF_BAR);
+  uint64_t* empty = full + STAGES;
+
+  const int tid = threadIdx.x;
+  const int wg = tid >> 7;
+  const int tiles_n = n / BN;
+  const int tiles_mn = ((max_m + BM - 1) / BM) * tiles_n;
+  const int total = groups * tiles_mn;
+  const int KT = k / BK;
+  const int KB = k / 128;
+  // A persistent CTA walks tiles blockIdx.x, + gridDim.x, ...: tile -> (group, 128 token rows,
+  // 128 weight rows), weight rows fastest. Producer and consumers walk the same tiles and count
+  // pipeline stages across them (stage counter gs: slot gs % STAGES, phase (gs / STAGES) & 1).
+  // A tile wholly past masked_m is zeros: the consumers write them, the producer moves on.
+  auto tile_of = [&](int tile, int& grp, int& m0, int& n0) {
+    grp = tile / tiles_mn;
+    const int rem = tile - grp * tiles_mn;
+    m0 = (rem / tiles_n) * BM;
+    n0 = (rem % tiles_n) * BN;
+  };
+
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 128);
+      mbar_init(&empty[s], 256);
+    }
+  }
+  __syncthreads();
+
+  if (wg == 2) {
+    // ---- producer: warp s decodes sub-block s (K 32 s .. 32 s + 31 of each block) of rows lane + 32 i ----
+    // Registers move from the producer to the consumers (the CTA's own pool: 384 x 168 at launch;
+    // 128 x (168 - 56) freed here = 256 x (224 - 168) taken below).
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+    const int p = tid - 256, s = p >> 5, lane = p & 31;
+    const size_t src_row32 = static_cast<size_t>(32) * (k / 2);
+    const size_t sc_row32 = static_cast<size_t>(32) * (k / 32);
+    const uint32_t base = smem_addr(smem);
+    const uint32_t raw = base + S::OFF_RAW + lane * 64 + s * 16;  // + slot * RAW_BYTES + i * 32 * 64
+    const uint32_t raw_sc = base + S::OFF_RAW + S::RAW_CODE_BYTES + (s * BN + lane) * 16;  // + slot * RAW_BYTES + i * 32 * 16
+    // this thread's fp16 stores: row lane + 32 i, swizzle by lane % 8 (= row % 8);
+    // store (h, qp) of sub-block s: logical K 16 (2 s + h) + 8 qp: atom s / 2, 16-byte chunk
+    // 4 (s % 2) + 2 h + qp of the 128-byte row
+    const uint32_t r7 = lane & 7;
+    const uint32_t row_off = (s >> 1) * ATOM_BYTES + lane * 128;
+    uint32_t gs = 0;  // pipeline stages produced so far, over all tiles
+#pragma unroll 1
+    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+      int grp, m0, n0;
+      tile_of(tile, grp, m0, n0);
+      if (m0 >= clamp_rows(masked_m, masked_m_is_64, grp, max_m)) continue;
+      const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + lane) * (k / 2) + s * 16;
+      const float* sc_src = b_scale + (static_cast<size_t>(grp) * n + n0 + lane) * (k / 32);
+      auto copy_stage = [&](int st) {  // stage st's codes and scales of this thread's four rows
+        const uint32_t slot = (st % RAW_STAGES) * RAW_BYTES;
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+          cp_async16(raw + slot + i * 32 * 64, src + i * src_row32 + st * 64);
+          cp_async16(raw_sc + slot + i * 32 * 16, sc_src + i * sc_row32 + 4 * st);
+        }
+      };
+#pragma unroll
+      for (int st = 0; st < RAW_STAGES - 1; ++st) {
+        if (st < KT) copy_stage(st);
+        cp_async_commit();
+      }
+#pragma unroll 1
+      for (int it = 0; it < KT; ++it) {
+        if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);
+        cp_async_commit();
+        cp_async_wait<RAW_STAGES - 1>();  // this thread's own copies of stage it have landed
+        // the stage's scales and first codes are loaded before anything waits on them, and each
+        // row's codes while the row before is decoded: one warp a scheduler has no other warp to
+        // hide a shared-memory load's latency behind
+        const uint32_t slot_raw = raw + (it % RAW_STAGES) * RAW_BYTES;
+        const uint32_t slot_sc = raw_sc + (it % RAW_STAGES) * RAW_BYTES;
+        uint4 sc[ROWS];
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) sc[i] = ld_shared16(slot_sc + i * 32 * 16);
+        uint4 codes = ld_shared16(slot_raw);
+        Fold f[ROWS];
+        uint32_t my_scale[ROWS];
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+          f[i] = fold_row(sc[i], s);
+          my_scale[i] = s == 0 ? sc[i].x : s == 1 ? sc[i].y : s == 2 ? sc[i].z : sc[i].w;
+        }
+        const int slot = gs % STAGES;
+        mbar_wait(&empty[slot], ((gs / STAGES) & 1) ^ 1);
+        const uint32_t sb = base + slot * STAGE_BYTES;
+        const uint32_t fac = base + S::OFF_FACTOR + (slot * (4 * BN) + s * BN + lane) * 4;
+        bool unfolded = false;
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+          unfolded |= !f[i].ok;
+          st_shared4(fac + 128 * i, f[i].ok ? f[i].ref_bits : my_scale[i]);
+          const uint32_t w[4] = {codes.x, codes.y, codes.z, codes.w};
+          if (i + 1 < ROWS) codes = ld_shared16(slot_raw + (i + 1) * 32 * 64);
+          uint32_t dec[4][4];  // dec[t][b]: word t's byte b as f16x2, times 2^d
+#pragma unroll
+          for (int t = 0; t < 4; ++t) {
+            e2m1x8_to_f16x2x4(w[t], dec[t]);
+#pragma unroll
+            for (int b = 0; b < 4; ++b) dec[t][b] = f16x2_mul(dec[t][b], f[i].factor2);
+          }
+          const uint32_t row_base = sb + row_off + i * 32 * 128;
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {  // b = 2 h + qp: fragment columns 8 qp + 2 t, + 1 of step 2 s + h
+            const uint32_t chunk = (4u * (s & 1) + b) ^ r7;
+            const uint32_t v[4] = {dec[0][b], dec[1][b], dec[2][b], dec[3][b]};
+            st_shared16(row_base + (chunk << 4), v);
+          }
+        }
+        const uint32_t any = __any_sync(0xffffffffu, unfolded) ? 1u : 0u;
+        if (lane == 0) flags[slot * 4 + s] = any;
+        // generic-proxy stores, read next by the tensor cores (async proxy)
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        mbar_arrive(&full[slot]);
+        ++gs;
+      }
+    }
+    return;
+  }
+
+  // ---- consumers: warpgroup wg computes token rows m0 + 64 wg .. + 63 ----
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+  const int lt = tid & 127, warp = lt >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const uint32_t base = smem_addr(smem);
+  uint32_t gs = 0;  // pipeline stages consumed so far, over all tiles
+#pragma unroll 1
+  for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+    int grp, m0, n0;
+    tile_of(tile, grp, m0, n0);
+    const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
+    __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
+    if (m0 >= rows) {  // zeros: 16 bytes a thread a step, rows below max_m
+      for (int i = tid; i < BM * BN / 8; i += 256) {
+        const int r = m0 + i / (BN / 8), col = n0 + 8 * (i % (BN / 8));
+        if (r < max_m) *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
+      }
+      continue;
+    }
+    const int row0 = m0 + wg * 64 + warp * 16 + g, row1 = row0 + 8;
+    const bool ok0 = row0 < rows, ok1 = row1 < rows;
+    const uint8_t* pa0 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * k + 8 * t;
+    const uint8_t* pa1 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * k + 8 * t;
+    const float* ps0 = a_scale + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * KB;
+    const float* ps1 = a_scale + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * KB;
+
+    float acc[BN / 2], blk[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+    keep_f(acc);
+
+    // A's bytes of one stage: sub-block s at 32 s + 8 t, 8 bytes a row (uint2)
+    uint2 a_nxt0[4], a_nxt1[4];
+    float sa_nxt0, sa_nxt1;
+    auto load_a = [&](int it) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        a_nxt0[q] = ok0 ? __ldg(reinterpret_cast<const uint2*>(pa0 + it * BK + 32 * q)) : make_uint2(0u, 0u);
+        a_nxt1[q] = ok1 ? __ldg(reinterpret_cast<const uint2*>(pa1 + it * BK + 32 * q)) : make_uint2(0u, 0u);
+      }
+      sa_nxt0 = ok0 ? __ldg(ps0 + it) : 0.0f;
+      sa_nxt1 = ok1 ? __ldg(ps1 + it) : 0.0f;
+    };
+    load_a(0);
+
+#pragma unroll 1
+    // every row of this warpgroup past masked_m (decode-like buckets): no MMA, it only hands the
+    // stages back (the empty barriers count 256 arrivals); its epilogue writes the rows' zeros
+    const bool idle = m0 + wg * 64 >= rows;
+    for (int it = 0; it < KT; ++it) {
+      if (idle) {
+        mbar_wait(&full[gs % STAGES], (gs / STAGES) & 1);
+        mbar_arrive(&empty[gs % STAGES]);
+        ++gs;
+        continue;
+      }
+      // fragments of step j = 2 s + h: {row g low pair, row g + 8 low, row g high, row g + 8 high}
+      uint32_t frag[8][4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t w0[2] = {a_nxt0[q].x, a_nxt0[q].y}, w1[2] = {a_nxt1[q].x, a_nxt1[q].y};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          frag[2 * q + h][0] = e4m3x2_to_f16x2(w0[h]);
+          frag[2 * q + h][1] = e4m3x2_to_f16x2(w1[h]);
+          frag[2 * q + h][2] = e4m3x2_to_f16x2(w0[h] >> 16);
+          frag[2 * q + h][3] = e4m3x2_to_f16x2(w1[h] >> 16);
+        }
+      }
+      const float sa0 = sa_nxt0, sa1 = sa_nxt1;
+      if (it + 1 < KT) load_a(it + 1);
+
+      const int slot = gs % STAGES;
+      mbar_wait(&full[slot], (gs / STAGES) & 1);
+      const uint32_t sb = base + slot * STAGE_BYTES;
+      const uint32_t fac = base + S::OFF_FACTOR + slot * (4 * BN) * 4;  // fp32 [sub-block][row]
+      const bool unfolded = (flags[slot * 4] | flags[slot * 4 + 1] | flags[slot * 4 + 2] | flags[slot * 4 + 3]) != 0u;
+      // step j reads logical K 16 j .. 16 j + 15: atom j / 4, 32 bytes a step into the 128-byte row
+      if (!unfolded) {
+        wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < 8; ++j) wgmma_dense(blk, frag[j], b_desc(sb + (j >> 2) * ATOM_BYTES + 32 * (j & 3)), j > 0);
+        wgmma_commit();
+        wgmma_wait<0>();
+        keep_f(blk);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) keep_u(frag[j]);
+        // acc += (blk * a_scale) * ref, ref from sub-block 0's factors (every folded row's are its ref)
+        promote(acc, blk, fac, sa0, sa1, t);
+      } else {
+        // a row of this block did not fold: each 32-K sub-block (two k16 steps) promoted by its own
+        // factor (ref for rows that folded, the actual scale for rows that did not)
+#pragma unroll
+        for (int sub = 0; sub < 4; ++sub) {
+          wgmma_fence();
+          wgmma_dense(blk, frag[2 * sub], b_desc(sb + (sub >> 1) * ATOM_BYTES + 64 * (sub & 1)), 0u);
+          wgmma_dense(blk, frag[2 * sub + 1], b_desc(sb + (sub >> 1) * ATOM_BYTES + 64 * (sub & 1) + 32), 1u);
+          wgmma_commit();
+          wgmma_wait<0>();
+          keep_f(blk);
+          promote(acc, blk, fac + sub * BN * 4, sa0, sa1, t);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) keep_u(frag[j]);
+      }
+      mbar_arrive(&empty[slot]);
+      ++gs;
+    }
+
+    // ---- epilogue: rows < rows get bf16(acc) (round to nearest even), rows in [rows, max_m) zeros ----
+    const bool in0 = row0 < max_m, in1 = row1 < max_m;
+    __nv_bfloat16* c0 = cg + static_cast<size_t>(in0 ? row0 : 0) * n + n0 + 2 * t;
+    __nv_bfloat16* c1 = cg + static_cast<size_t>(in1 ? row1 : 0) * n + n0 + 2 * t;
+#pragma unroll
+    for (int cb = 0; cb < BN / 8; ++cb) {
+      if (in0)
+        *reinterpret_cast<__nv_bfloat162*>(c0 + 8 * cb) =
+            ok0 ? __floats2bfloat162_rn(acc[4 * cb], acc[4 * cb + 1]) : __floats2bfloat162_rn(0.0f, 0.0f);
+      if (in1)
+        *reinterpret_cast<__nv_bfloat162*>(c1 + 8 * cb) =
+            ok1 ? __floats2bfloat162_rn(acc[4 * cb + 2], acc[4 * cb + 3]) : __floats2bfloat162_rn(0.0f, 0.0f);
+    }
+  }
+}
+
+constexpr int MAX_DEVICES = 64;
+
+template <int BN>
+int launch(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale, const void* masked_m,
+           int masked_m_is_64, void* c, int g, int max_m, int n, int k, cudaStream_t stream) {
+  static bool configured[MAX_DEVICES] = {};  // the shared-memory limit is raised once per device
+  static int sms[MAX_DEVICES] = {};
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  if (dev < 0 || dev >= MAX_DEVICES) return static_cast<int>(cudaErrorInvalidDevice);
+  if (!configured[dev]) {
+    e = cudaFuncSetAttribute(grouped_wgmma_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem<BN>::BYTES);
+    if (e != cudaSuccess) return static_cast<int>(e);
+    e = cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return static_cast<int>(e);
+    configured[dev] = true;
+  }
+  cudaGetLastError();  // an earlier, unrelated error must not be reported as this launch's
+  const long long tiles = static_cast<long long>(g) * ((static_cast<long long>(max_m) + BM - 1) / BM) * (n / BN);
+  if (tiles >= (1LL << 30)) return static_cast<int>(cudaErrorInvalidValue);  // tile + gridDim.x stays an int
+  dim3 grid(static_cast<unsigned>(tiles < sms[dev] ? tiles : sms[dev]));  // one persistent CTA an SM
+  grouped_wgmma_kernel<BN><<<grid, THREADS, Smem<BN>::BYTES, stream>>>(
+      static_cast<const uint8_t*>(a_fp8), static_cast<const float*>(a_scale), static_cast<const uint8_t*>(b_fp4),
+      static_cast<const float*>(b_scale), masked_m, masked_m_is_64, static_cast<__nv_bfloat16*>(c), g, max_m, n, k);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+// c[g, r] for r < clamp(masked_m[g], 0, max_m), zeros below (module comment). a_fp8 e4m3
+// [g, max_m, k]; a_scale fp32 [g, max_m, k/128]; b_fp4 [g, n, k/2]; b_scale fp32 [g, n, k/32];
+// masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
+// 16-byte aligned; bn (tile width) 64 or 128, n % bn == 0, k % 128 == 0. Returns a cudaError_t code.
+extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
+                                    const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
+                                    int bn, void* stream) {
+  if (g <= 0 || max_m <= 0) return 0;
+  if ((bn != 64 && bn != 128) || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0)
+    return static_cast<int>(cudaErrorInvalidValue);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  return bn == 64 ? launch<64>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s)
+                  : launch<128>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
+}

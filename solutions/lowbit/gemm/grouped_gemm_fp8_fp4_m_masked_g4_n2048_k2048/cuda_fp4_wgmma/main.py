@@ -1,0 +1,142 @@
+"""M-masked grouped FP8 x FP4 GEMM (definition grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048) on
+Hopper's wgmma with f16 operands and fp32 accumulation, exact (grouped_wgmma.cu says why and
+how): B decoded from FP4 into shared memory by a producer warpgroup under the MMAs, one launch.
+
+Entry points:
+- ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
+  (g=4, n=2048, k=2048), destination passing: writes c and returns it. expected_m (an int)
+  only picks the tile width (heuristics.py); tiles past masked_m only write zeros.
+- ``grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None)``:
+  any g >= 0, max_m >= 0, n a multiple of 128 and k a positive multiple of 128.
+
+Needs a Hopper GPU (sm_90a). masked_m is read on the device, never synchronised. Nothing is
+kept across calls but the plan of a shape and the compiled library (build.py builds it on
+first use).
+"""
+
+import ctypes
+import numbers
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+
+from .build import library
+from .checks import check_tensor
+from .heuristics import tile_width
+
+_HERE = Path(__file__).resolve().parent
+DEF_G, DEF_N, DEF_K = 4, 2048, 2048
+
+
+class _Plan(NamedTuple):
+    empty: bool
+    g: int = 0
+    max_m: int = 0
+    n: int = 0
+    k: int = 0
+    masked_m_is_64: int = 0
+    dev: int = 0
+    bn: int = 128
+
+
+_PLANS = {}
+_ENTRY = None
+
+
+def entry():
+    """lowbit_grouped_wgmma(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m,
+    n, k, bn, stream) -> cudaError_t code."""
+    global _ENTRY
+    if _ENTRY is None:
+        fn = library(_HERE / "grouped_wgmma.cu", [_HERE / "hopper_ptx.cuh", _HERE / "wgmma_dense.cuh"]).lowbit_grouped_wgmma
+        fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 5 + [ctypes.c_void_p]
+        fn.restype = ctypes.c_int
+        _ENTRY = fn
+    return _ENTRY
+
+
+def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, entry_point):
+    """Validates every argument (ValueError naming it)."""
+    if not isinstance(a_fp8, torch.Tensor) or a_fp8.dim() != 3:
+        raise ValueError("a_fp8: expected a 3-D tensor [g, max_m, k]")
+    if not isinstance(b_fp4, torch.Tensor) or b_fp4.dim() != 3:
+        raise ValueError("b_fp4: expected a 3-D tensor [g, n, k/2]")
+    g, max_m, k = a_fp8.shape
+    n = b_fp4.shape[1]
+    if entry_point and (g, k) != (DEF_G, DEF_K):
+        raise ValueError(f"a_fp8: expected shape [{DEF_G}, max_m, {DEF_K}], got {tuple(a_fp8.shape)}")
+    if entry_point and tuple(b_fp4.shape) != (DEF_G, DEF_N, DEF_K // 2):
+        raise ValueError(f"b_fp4: expected shape ({DEF_G}, {DEF_N}, {DEF_K // 2}), got {tuple(b_fp4.shape)}")
+    if k <= 0 or k % 128:
+        raise ValueError(f"a_fp8: k (last dimension) must be a positive multiple of 128, got {k}")
+    if n < 128 or n % 128:
+        raise ValueError(f"b_fp4: n (dimension 1) must be a positive multiple of 128, got {n}")
+    dev = a_fp8.device
+    check_tensor("a_fp8", a_fp8, (torch.float8_e4m3fn,), (g, max_m, k), dev)
+    check_tensor("a_scale", a_scale, (torch.float32,), (g, max_m, k // 128), dev)
+    check_tensor("b_fp4", b_fp4, (torch.int8, torch.uint8), (g, n, k // 2), dev)
+    check_tensor("b_scale", b_scale, (torch.float32,), (g, n, k // 32), dev)
+    check_tensor("masked_m", masked_m, (torch.int32, torch.int64), (g,), dev)
+    check_tensor("c", c, (torch.bfloat16,), (g, max_m, n), dev)
+    if expected_m is not None and not isinstance(expected_m, numbers.Integral):
+        raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
+    if dev.type != "cuda" or torch.version.hip is not None or torch.cuda.get_device_capability(dev) != (9, 0):
+        raise ValueError(f"a_fp8: expected a tensor on a Hopper GPU (sm_90a, compute capability 9.0), got {dev}")
+    if g * -(-max_m // 128) * (n // 128) >= 2 ** 30:
+        raise ValueError(f"a_fp8: at most 2^30 - 1 tiles of 128 x 128 in all groups, got shape {tuple(a_fp8.shape)}")
+    if g == 0 or max_m == 0:
+        return _Plan(True)
+    rows = max_m if expected_m is None else min(max(int(expected_m), 1), max_m)
+    return _Plan(False, g, max_m, n, k, int(masked_m.dtype == torch.int64), dev.index, tile_width(g, rows, n))
+
+
+def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None, _entry=False):
+    """c[g, :rows] = (A_g * a_scale)[:rows] @ (E2M1(B_g) * b_scale)^T in bf16, c[g, rows:] = 0,
+    rows = clamp(masked_m[g], 0, max_m).
+
+    a_fp8 float8_e4m3fn [g, max_m, k]; a_scale float32 [g, max_m, k/128]; b_fp4 int8/uint8
+    [g, n, k/2] (two E2M1 codes a byte, low nibble = even k); b_scale float32 [g, n, k/32];
+    masked_m int32/int64 [g]; c bfloat16 [g, max_m, n] (written in full). All contiguous,
+    16-byte aligned, on one Hopper GPU. expected_m (int or None) is a tile-width hint only.
+    """
+    try:
+        key = (a_fp8.shape, a_scale.shape, b_fp4.shape, b_scale.shape, masked_m.shape, c.shape,
+               a_fp8.dtype, a_scale.dtype, b_fp4.dtype, b_scale.dtype, masked_m.dtype, c.dtype,
+               a_fp8.device, a_scale.device, b_fp4.device, b_scale.device, masked_m.device, c.device,
+               a_fp8.is_contiguous() and a_scale.is_contiguous() and b_fp4.is_contiguous()
+               and b_scale.is_contiguous() and masked_m.is_contiguous() and c.is_contiguous(),
+               expected_m if expected_m is None or isinstance(expected_m, numbers.Integral) else "bad", _entry)
+        plan = _PLANS.get(key)
+    except (AttributeError, TypeError):  # not tensors: validate below
+        key = plan = None
+    if plan is None:
+        plan = _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, _entry)
+        if key is not None:
+            if len(_PLANS) > 1024:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    if plan.empty:
+        return c
+    ptrs = (a_fp8.data_ptr(), a_scale.data_ptr(), b_fp4.data_ptr(), b_scale.data_ptr(), masked_m.data_ptr(),
+            c.data_ptr())
+    if (ptrs[0] | ptrs[1] | ptrs[2] | ptrs[3] | ptrs[5]) % 16:  # the kernel moves 16-byte vectors
+        names = ("a_fp8", "a_scale", "b_fp4", "b_scale", "masked_m", "c")
+        bad = next(nm for nm, p in zip(names, ptrs) if nm != "masked_m" and p % 16)
+        raise ValueError(f"{bad}: expected a 16-byte aligned tensor")
+    args = (*ptrs[:5], plan.masked_m_is_64, ptrs[5], plan.g, plan.max_m, plan.n, plan.k, plan.bn)
+    if torch.cuda.current_device() != plan.dev:  # the launch goes to the current device
+        with torch.cuda.device(plan.dev):
+            err = entry()(*args, torch._C._cuda_getCurrentRawStream(plan.dev))
+    else:
+        err = entry()(*args, torch._C._cuda_getCurrentRawStream(plan.dev))
+    if err:
+        raise RuntimeError(f"grouped_wgmma launch failed: CUDA error {err}")
+    return c
+
+
+def run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c):
+    """Definition entry point (g=4, n=2048, k=2048); writes c and returns it."""
+    if isinstance(expected_m, torch.Tensor):
+        expected_m = None  # a hint only: reading a device tensor would synchronise
+    return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, _entry=True)

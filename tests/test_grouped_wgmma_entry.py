@@ -1,0 +1,43 @@
+"""The CUDA grouped solution's entry without a GPU: every bad argument is refused by name before
+anything is built, and a CPU tensor is refused as not on a Hopper GPU."""
+
+import pytest
+import torch
+
+from lowbit_gemm.solutions import load_solution
+
+DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
+main = load_solution(DEF, "lowbit", "cuda_fp4_wgmma")
+
+
+def inputs(g=4, max_m=8, n=2048, k=2048):
+    return (torch.zeros(g, max_m, k, dtype=torch.float8_e4m3fn), torch.ones(g, max_m, k // 128),
+            torch.zeros(g, n, k // 2, dtype=torch.int8), torch.ones(g, n, k // 32),
+            torch.full((g,), max_m, dtype=torch.int32), 8, torch.empty(g, max_m, n, dtype=torch.bfloat16))
+
+
+@pytest.mark.parametrize("position, bad, match", [
+    (0, torch.zeros(4, 8, 2048, dtype=torch.float16), "a_fp8"),
+    (1, torch.ones(4, 8, 15), "a_scale"),
+    (2, torch.zeros(4, 2048, 1000, dtype=torch.int8), "b_fp4"),
+    (3, torch.ones(4, 2048, 64, dtype=torch.float16), "b_scale"),
+    (4, torch.zeros(4, dtype=torch.float32), "masked_m"),
+    (5, 2.5, "expected_m"),
+    (6, torch.empty(4, 8, 2048, dtype=torch.float32), "c"),
+])
+def test_bad_arguments_are_named(position, bad, match):
+    args = list(inputs())
+    args[position] = bad
+    with pytest.raises(ValueError, match=match):
+        main.run(*args)
+
+
+def test_cpu_tensors_are_refused_as_not_hopper():
+    with pytest.raises(ValueError, match="Hopper"):
+        main.run(*inputs())
+
+
+@pytest.mark.parametrize("rows, bn", [(1, 64), (128, 64), (129, 128), (512, 128), (4096, 128)])
+def test_tile_width_by_the_tiles_that_hold_rows(rows, bn):
+    # 4 groups x 16 column tiles of 128: 64-wide tiles while those still fit one wave of SMs
+    assert main.tile_width(4, rows, 2048) == bn

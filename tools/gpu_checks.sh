@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The GPU work the open kernel changes need, as named steps; each writes <step>.log under $OUT
+# (the device tool's folder; ./gpu-logs elsewhere) and prints its exit code and last line.
+#   tools/gpu_checks.sh probe               # about 2 minutes
+#   tools/gpu_checks.sh tests memcheck racecheck
+set -u
+OUT=${OUT:-gpu-logs}
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+
+run_step() {  # name, time limit (s), command...
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name: $*"
+    timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+    echo "   rc=$? | $(tail -n 1 "$OUT/$name.log")"
+}
+
+SMALL="cuda_fp4_wgmma and (rows_1_63_65_128 or out_of_range or wide_b_scale or max_m_1-)"
+for step in "$@"; do
+    case $step in
+        probe) run_step probe 300 python3 tools/probe_grouped_wgmma.py ;;
+        tests) run_step tests 300 python3 -m pytest -q tests/gpu -k "not dot_scaled" ;;  # the B200 entry needs sm_100
+        memcheck) run_step memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
+                      python3 -m pytest -q tests/gpu -k "$SMALL" ;;
+        racecheck) run_step racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
+                       python3 -m pytest -q tests/gpu -k "$SMALL" ;;
+        *) echo "unknown step: $step (probe tests memcheck racecheck)"; exit 2 ;;
+    esac
+done

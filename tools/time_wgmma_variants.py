@@ -1,0 +1,78 @@
+"""Checks and times builds of the CUDA grouped kernel side by side (graph replay, cold L2), for
+comparing kernel variants in one GPU session. Each LIB is a shared library built from
+grouped_wgmma.cu (with different -D flags, say), run at each tile width; the checks are the
+probe's (reference and float64 oracle) on its edge and serving-shaped cases.
+  python3 tools/time_wgmma_variants.py a.so b.so [--bns 128,64]"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import probe_grouped_wgmma as pg  # noqa: E402
+from lowbit_gemm.bench.timing import time_call  # noqa: E402
+from lowbit_gemm.oracle import grouped_gemm_oracle  # noqa: E402
+from lowbit_gemm.references import load_reference  # noqa: E402
+
+
+def margin(c, o64):
+    return float(((c.double() - o64.double()).abs() / torch.clamp(1e-2 * o64.double().abs(), min=1e-2)).max())
+
+
+def check(c, ref, o64):
+    bad = int((~torch.isclose(c.float(), ref.float(), atol=1e-2, rtol=1e-2)).sum())
+    return bad, margin(c, o64)
+
+
+def grouped(libs, bns):
+    ref_fn = load_reference(pg.DEF)
+    checks = [("max_m_1", 1, [1, 1, 0, 1], "quantized"), ("rows_1_63_65_128", 128, [1, 63, 65, 128], "quantized"),
+              ("out_of_range", 256, [-7, 300, 0, 100], "quantized"), ("odd_max_m_41", 41, [41, 17, -1, 30], "quantized"),
+              ("outliers_1024", 1024, [1024, 600, 900, 1000], "outliers"), ("wide_b_scale", 128, [128, 100, 31, 77], "wide"),
+              ("zero_scale", 1024, [1024, 1024, 1024, 3], "zero_scale"), ("int64_masked_m", 64, [64, 2, 0, 63], "int64")]
+    shapes = [("max_m 1", 1, [1] * 4), ("max_m 16", 16, [16, 9, 12, 16]), ("max_m 64, 8-32", 64, [9, 32, 17, 24]),
+              ("max_m 128", 128, [9, 32, 17, 24]), ("512 full", 512, [512] * 4), ("1024 ~75 %", 1024, [768, 700, 812, 790]),
+              ("2048 ~75 %", 2048, [1536, 1600, 1480, 1550]), ("4096 ~20", 4096, [20, 14, 26, 23]),
+              ("4096 ~870", 4096, [870, 900, 850, 880]), ("512 outliers", 512, [512] * 4)]
+    table = []
+    for lib, bn in [(lib, bn) for lib in libs for bn in bns]:
+        f = pg.watchdog_entry(str(lib))
+
+        def run(*args, f=f, bn=bn):
+            return f(*args, bn=bn)
+        worst, bad_all = 0.0, 0
+        for cid, max_m, masked_m, how in checks:
+            inputs = pg.make(max_m, masked_m, how)
+            c = torch.full((pg.G, max_m, pg.N), float("nan"), dtype=torch.bfloat16, device="cuda")
+            run(*inputs, c)
+            torch.cuda.synchronize()
+            bad, mg = check(c, ref_fn(*inputs[:5], None), grouped_gemm_oracle(*inputs).to(c.device))
+            if bad:
+                print(f"{Path(lib).stem} {cid}: bad {bad}", flush=True)
+            bad_all += bad
+            worst = max(worst, mg)
+        times = []
+        for label, max_m, masked_m in shapes:
+            inputs = pg.make(max_m, masked_m, "outliers" if "outliers" in label else "quantized")
+            c = torch.empty(pg.G, max_m, pg.N, dtype=torch.bfloat16, device="cuda")
+            times.append(float("nan") if bad_all else time_call(run, [*inputs, c], l2_bytes=60 << 20, reps=10).median_us)
+        table.append((f"{Path(lib).stem} BN {bn}", bad_all, worst, times))
+        print(table[-1], flush=True)
+    print("\n| lib | bad | margin | " + " | ".join(s[0] for s in shapes) + " |")
+    for name, bad, mg, times in table:
+        print(f"| {name} | {bad} | {mg:.3f} | " + " | ".join(f"{x:.1f}" for x in times) + " |")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("libs", nargs="+")
+    ap.add_argument("--bns", default="128,64", help="tile widths")
+    args = ap.parse_args()
+    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+    grouped(args.libs, [int(x) for x in args.bns.split(",")])
+
+
+if __name__ == "__main__":
+    main()
