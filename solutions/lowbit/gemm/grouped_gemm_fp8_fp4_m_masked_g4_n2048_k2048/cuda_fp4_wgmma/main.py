@@ -22,7 +22,7 @@ from typing import NamedTuple
 import torch
 
 from .build import library
-from .checks import check_tensor
+from .checks import check_grouped_inputs
 from .heuristics import tile_width
 
 _HERE = Path(__file__).resolve().parent
@@ -58,29 +58,11 @@ def entry():
 
 def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, entry_point):
     """Validates every argument (ValueError naming it)."""
-    if not isinstance(a_fp8, torch.Tensor) or a_fp8.dim() != 3:
-        raise ValueError("a_fp8: expected a 3-D tensor [g, max_m, k]")
-    if not isinstance(b_fp4, torch.Tensor) or b_fp4.dim() != 3:
-        raise ValueError("b_fp4: expected a 3-D tensor [g, n, k/2]")
-    g, max_m, k = a_fp8.shape
-    n = b_fp4.shape[1]
-    if entry_point and (g, k) != (DEF_G, DEF_K):
-        raise ValueError(f"a_fp8: expected shape [{DEF_G}, max_m, {DEF_K}], got {tuple(a_fp8.shape)}")
-    if entry_point and tuple(b_fp4.shape) != (DEF_G, DEF_N, DEF_K // 2):
-        raise ValueError(f"b_fp4: expected shape ({DEF_G}, {DEF_N}, {DEF_K // 2}), got {tuple(b_fp4.shape)}")
-    if k <= 0 or k % 128:
-        raise ValueError(f"a_fp8: k (last dimension) must be a positive multiple of 128, got {k}")
-    if n < 128 or n % 128:
-        raise ValueError(f"b_fp4: n (dimension 1) must be a positive multiple of 128, got {n}")
+    g, max_m, n, k = check_grouped_inputs(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m,
+                                          (DEF_G, DEF_N, DEF_K) if entry_point else None)
+    if n % 128:
+        raise ValueError(f"b_fp4: n (dimension 1) must be a multiple of 128, got {n}")
     dev = a_fp8.device
-    check_tensor("a_fp8", a_fp8, (torch.float8_e4m3fn,), (g, max_m, k), dev)
-    check_tensor("a_scale", a_scale, (torch.float32,), (g, max_m, k // 128), dev)
-    check_tensor("b_fp4", b_fp4, (torch.int8, torch.uint8), (g, n, k // 2), dev)
-    check_tensor("b_scale", b_scale, (torch.float32,), (g, n, k // 32), dev)
-    check_tensor("masked_m", masked_m, (torch.int32, torch.int64), (g,), dev)
-    check_tensor("c", c, (torch.bfloat16,), (g, max_m, n), dev)
-    if expected_m is not None and not isinstance(expected_m, numbers.Integral):
-        raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
     if dev.type != "cuda" or torch.version.hip is not None or torch.cuda.get_device_capability(dev) != (9, 0):
         raise ValueError(f"a_fp8: expected a tensor on a Hopper GPU (sm_90a, compute capability 9.0), got {dev}")
     if g * -(-max_m // 128) * (n // 128) >= 2 ** 30:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import torch
 
-from .checks import check_tensor
+from .checks import check_grouped_inputs
 from .kernel import grouped_dot_scaled_kernel
 
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
@@ -58,22 +58,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
     a_fp8 float8_e4m3fn [g, max_m, k]; a_scale float32 [g, max_m, k/128]; b_fp4 int8/uint8
     [g, n, k/2] (low nibble = even k); b_scale float32 [g, n, k/32]; masked_m int32/int64 [g];
     c bfloat16 [g, max_m, n] (written in full). expected_m: a tile-choice hint only."""
-    for name, t in (("a_fp8", a_fp8), ("b_fp4", b_fp4)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 3:
-            raise ValueError(f"{name}: expected a 3-D tensor")
-    g, max_m, k = a_fp8.shape
-    n = b_fp4.shape[1]
-    if k <= 0 or k % 128:
-        raise ValueError(f"a_fp8: k (last dimension) must be a positive multiple of 128, got {k}")
-    if n < 1:
-        raise ValueError(f"b_fp4: n (dimension 1) must be >= 1, got {n}")
+    g, max_m, n, k = check_grouped_inputs(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m)
     dev = a_fp8.device
-    check_tensor("a_fp8", a_fp8, (torch.float8_e4m3fn,), (g, max_m, k), dev)
-    check_tensor("a_scale", a_scale, (torch.float32,), (g, max_m, k // 128), dev)
-    check_tensor("b_fp4", b_fp4, (torch.int8, torch.uint8), (g, n, k // 2), dev)
-    check_tensor("b_scale", b_scale, (torch.float32,), (g, n, k // 32), dev)
-    check_tensor("masked_m", masked_m, (torch.int32, torch.int64), (g,), dev)
-    check_tensor("c", c, (torch.bfloat16,), (g, max_m, n), dev)
     if g == 0 or max_m == 0:
         return c
     if tile is None:

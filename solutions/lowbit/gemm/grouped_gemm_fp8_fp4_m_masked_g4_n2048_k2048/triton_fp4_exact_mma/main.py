@@ -11,12 +11,11 @@ Entry points:
 Self-contained: only torch and triton, plus this folder's modules.
 """
 
-import numbers
 from typing import NamedTuple
 
 import torch
 
-from .checks import check_tensor
+from .checks import check_grouped_inputs
 from .fast_launch import INTERPRET, Launch
 from .heuristics import DECODE_ROWS, DECODE_WARPS, Tile, choose
 from .kernel import decode_b_kernel, gemm_bf16_kernel
@@ -39,29 +38,9 @@ _PLANS = {}
 
 def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, entry):
     """Validates every argument (ValueError naming it) and chooses the tile and grid."""
-    if not isinstance(a_fp8, torch.Tensor) or a_fp8.dim() != 3:
-        raise ValueError("a_fp8: expected a 3-D tensor [g, max_m, k]")
-    if not isinstance(b_fp4, torch.Tensor) or b_fp4.dim() != 3:
-        raise ValueError("b_fp4: expected a 3-D tensor [g, n, k/2]")
-    g, max_m, k = a_fp8.shape
-    n = b_fp4.shape[1]
-    if entry and (g, k) != (DEF_G, DEF_K):
-        raise ValueError(f"a_fp8: expected shape [{DEF_G}, max_m, {DEF_K}], got {tuple(a_fp8.shape)}")
-    if entry and tuple(b_fp4.shape) != (DEF_G, DEF_N, DEF_K // 2):
-        raise ValueError(f"b_fp4: expected shape ({DEF_G}, {DEF_N}, {DEF_K // 2}), got {tuple(b_fp4.shape)}")
-    if k <= 0 or k % 128:
-        raise ValueError(f"a_fp8: k (last dimension) must be a positive multiple of 128, got {k}")
-    if n < 1:
-        raise ValueError(f"b_fp4: n (dimension 1) must be >= 1, got {n}")
+    g, max_m, n, k = check_grouped_inputs(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m,
+                                          (DEF_G, DEF_N, DEF_K) if entry else None)
     dev = a_fp8.device
-    check_tensor("a_fp8", a_fp8, (torch.float8_e4m3fn,), (g, max_m, k), dev)
-    check_tensor("a_scale", a_scale, (torch.float32,), (g, max_m, k // 128), dev)
-    check_tensor("b_fp4", b_fp4, (torch.int8, torch.uint8), (g, n, k // 2), dev)
-    check_tensor("b_scale", b_scale, (torch.float32,), (g, n, k // 32), dev)
-    check_tensor("masked_m", masked_m, (torch.int32, torch.int64), (g,), dev)
-    check_tensor("c", c, (torch.bfloat16,), (g, max_m, n), dev)
-    if expected_m is not None and not isinstance(expected_m, numbers.Integral):
-        raise ValueError(f"expected_m: expected an int or None, got {type(expected_m).__name__}")
     expected_m = None if expected_m is None else int(expected_m)
     if g == 0 or max_m == 0:
         return _Plan(True)
