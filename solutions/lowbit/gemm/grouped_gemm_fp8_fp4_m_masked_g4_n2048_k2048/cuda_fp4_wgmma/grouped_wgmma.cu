@@ -14,16 +14,17 @@
 // written as plain codes with its four actual scales beside it; a stage holding such a row is
 // multiplied as four 32-K sub-blocks, each promoted by its own scales: exact for any scale.
 //
-// Persistent: one CTA an SM walks the tiles (group, 128 token rows, 128 weight rows); a tile
-// wholly past masked_m costs its zero stores only, not a CTA launch with 200 KB of shared memory.
-// Data flow per tile (BM = 128 token rows, BN = 128 weight rows, one 128-K block a stage):
+// Persistent: one CTA an SM walks the tiles (group, 128 token rows, BN weight rows; BN 128, or
+// 64 where 128-wide tiles would leave SMs idle); a tile wholly past masked_m costs its zero
+// stores only, not a CTA launch with 200 KB of shared memory.
+// Data flow per tile (BM = 128 token rows, BN weight rows, one 128-K block a stage):
 //   producer warpgroup (warps 8-11; warp s handles sub-block s of every row, lane = row % 32):
 //       packed FP4 [BN, 64 B] and the rows' scales by cp.async into a raw ring RAW_STAGES deep
 //       -> fold -> fp16 (prmt decode, times 2^d) -> shared memory, 128-byte-swizzled
 //       K-major rows in the K order below, plus each row's per-sub-block factor and a per-warp
 //       "not folded" flag; mbarrier full/empty handoff, STAGES deep;
 //   two consumer warpgroups (64 token rows each): A's e4m3 read from global one stage ahead
-//       straight into the MMA's register fragments (cvt to f16), 8 wgmma m64n128k16 a stage.
+//       straight into the MMA's register fragments (cvt to f16), 8 wgmma m64nBNk16 a stage.
 // K order within a stage: the MMA's k16 step j = 2 s + h (s = 32-K sub-block) at fragment
 // column 2 t + q (q = 0, 1) or 8 + 2 t + q - 2 (q = 2, 3) multiplies actual k = 32 s + 8 t + 4 h + q,
 // so consumer thread t (lane % 4) reads 8 contiguous bytes of A per sub-block, each packed B byte
@@ -178,7 +179,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int KT = k / BK;
   const int KB = k / 128;
   // A persistent CTA walks tiles blockIdx.x, + gridDim.x, ...: tile -> (group, 128 token rows,
-  // 128 weight rows), weight rows fastest. Producer and consumers walk the same tiles and count
+  // BN weight rows), weight rows fastest. Producer and consumers walk the same tiles and count
   // pipeline stages across them (stage counter gs: slot gs % STAGES, phase (gs / STAGES) & 1).
   // A tile wholly past masked_m is zeros: the consumers write them, the producer moves on.
   auto tile_of = [&](int tile, int& grp, int& m0, int& n0) {
