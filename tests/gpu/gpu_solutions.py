@@ -31,10 +31,20 @@ OWN_AUTHOR = "lowbit"
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-def own_solutions(definition: str) -> List[str]:
-    """Names of this project's solution folders for a definition (read from disk, nothing imported)."""
-    return [f.name for f in solution_folders(SOLUTIONS_ROOT)
-            if f.parent.name == definition and f.parts[-4] == OWN_AUTHOR]
+def own_solutions(definition: str) -> List:
+    """This project's solutions for a definition (read from disk, nothing imported), as pytest
+    parameters named by folder; one whose solution.toml's target_hardware does not name this
+    GPU is skipped, saying so (the CUDA grouped kernel needs Hopper, the dot_scaled entry a B200)."""
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else ""
+    params = []
+    for f in solution_folders(SOLUTIONS_ROOT):
+        if f.parent.name != definition or f.parts[-4] != OWN_AUTHOR:
+            continue
+        targets = tomllib.loads((f / "solution.toml").read_text())["spec"]["target_hardware"]
+        other = bool(gpu) and not any(t in gpu for t in targets)
+        params.append(pytest.param(f.name, id=f.name, marks=pytest.mark.skipif(
+            other, reason=f"{f.name} targets {', '.join(targets)}, not {gpu}")))
+    return params
 
 
 def entry_point(definition: str, name: str) -> Callable:
