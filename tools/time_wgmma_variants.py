@@ -1,5 +1,5 @@
-"""Checks and times builds of the CUDA grouped kernel side by side (graph replay, cold L2), for
-comparing kernel variants in one GPU session. Each LIB is a shared library built from
+"""Checks and times builds of the CUDA grouped kernel (graph replay, cold L2), for
+comparing kernel variants side by side on one GPU. Each LIB is a shared library built from
 grouped_wgmma.cu (with different -D flags, say), run at each tile width; the checks are the
 probe's (reference and float64 oracle) on its edge and serving-shaped cases.
   python3 tools/time_wgmma_variants.py a.so b.so [--bns 128,64]"""
