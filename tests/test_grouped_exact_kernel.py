@@ -13,6 +13,7 @@ import torch
 from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle
 from lowbit_gemm.solutions import load_solution
 from definition_cases import grouped_operands as make
+from ptx_model import prmt
 
 DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
 SOL = "triton_fp4_exact_mma"
@@ -166,20 +167,6 @@ def test_bad_arguments_name_the_argument(bad):
 one_pass = load_solution(DEF, "lowbit", SOL, "one_pass")
 
 
-def _prmt(a, b, c):
-    """prmt.b32 in its default mode: byte i of the result is byte (c's nibble i & 7) of the
-    pair (b:a), or that byte's sign replicated when the nibble's bit 3 is set."""
-    src = [(a >> (8 * i)) & 0xFF for i in range(4)] + [(b >> (8 * i)) & 0xFF for i in range(4)]
-    out = 0
-    for i in range(4):
-        sel = (c >> (4 * i)) & 0xF
-        v = src[sel & 7]
-        if sel & 8:
-            v = 0xFF if v & 0x80 else 0
-        out |= v << (8 * i)
-    return out
-
-
 def _run_ptx(text, regs):
     mask = 0xFFFFFFFF
     for line in text.splitlines():
@@ -191,7 +178,7 @@ def _run_ptx(text, regs):
         v = [int(x, 0) if x[0].isdigit() else regs[x] for x in srcs]
         regs[dst] = {"mov.b32": lambda: v[0], "and.b32": lambda: v[0] & v[1], "or.b32": lambda: v[0] | v[1],
                      "shl.b32": lambda: (v[0] << v[1]) & mask, "shr.u32": lambda: v[0] >> v[1],
-                     "prmt.b32": lambda: _prmt(v[0], v[1], v[2])}[op]() & mask
+                     "prmt.b32": lambda: prmt(v[0], v[1], v[2])}[op]() & mask
     return regs
 
 

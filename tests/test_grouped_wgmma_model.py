@@ -79,6 +79,20 @@ def consumer_logical_k(s: int, t: int, h: int, q: int) -> int:
     return 16 * (2 * s + h) + col
 
 
+def consumer_a_by_logical_k(a):
+    """A [16 rows, 128 K] of one warp as its fragments hold it, by logical stage K: thread
+    (g, t) puts rows g and g + 8, actual k = 32 s + 8 t + 4 h + q, at consumer_logical_k."""
+    a_logical = np.zeros((16, 128))
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        for row in (g, g + 8):
+            for s in range(4):
+                for h in range(2):
+                    for q in range(4):
+                        a_logical[row, consumer_logical_k(s, t, h, q)] = a[row, 32 * s + 8 * t + 4 * h + q]
+    return a_logical
+
+
 def test_decode_every_byte():
     gen = np.random.default_rng(0)
     for byte in range(256):
@@ -168,15 +182,7 @@ def test_one_stage_of_one_warp_is_the_definitions_sum():
                     word = mul_f16(out[b] & 0xFFFF, fac) | (mul_f16(out[b] >> 16, fac) << 16)
                     for e in range(2):
                         bq[n, consumer_logical_k(s, t, h, 2 * qp + e)] = h2f(word >> (16 * e))
-    # consumers: A fragments by logical K, rows g and g + 8 of each quad
-    a_logical = np.zeros((16, 128))
-    for lane in range(32):
-        g, t = lane >> 2, lane & 3
-        for row in (g, g + 8):
-            for s in range(4):
-                for h in range(2):
-                    for q in range(4):
-                        a_logical[row, consumer_logical_k(s, t, h, q)] = a[row, 32 * s + 8 * t + 4 * h + q]
+    a_logical = consumer_a_by_logical_k(a)
     blk = a_logical @ bq.T  # what the eight k16 MMAs sum
     got = blk * (sa[:, None] * ref[None, :])
     # the same products in another order of float64 additions: equal to rounding of the sum
@@ -211,14 +217,7 @@ def test_unfolded_stage_is_the_definitions_sum():
                     for e in range(2):
                         k = 32 * s + 8 * t + 2 * b + e
                         bq[n, consumer_logical_k(s, t, h, 2 * qp + e)] = h2f(mul_f16(f2h(E2M1[codes[n, k]]), fac))
-    a_logical = np.zeros((16, 128))
-    for lane in range(32):
-        g, t = lane >> 2, lane & 3
-        for row in (g, g + 8):
-            for s in range(4):
-                for h in range(2):
-                    for q in range(4):
-                        a_logical[row, consumer_logical_k(s, t, h, q)] = a[row, 32 * s + 8 * t + 4 * h + q]
+    a_logical = consumer_a_by_logical_k(a)
     got = np.zeros((16, 4))
     for s in range(4):  # steps 2 s, 2 s + 1 = logical K 32 s .. 32 s + 31
         blk = a_logical[:, 32 * s: 32 * s + 32] @ bq[:, 32 * s: 32 * s + 32].T
