@@ -223,3 +223,61 @@ def test_unfolded_stage_is_the_definitions_sum():
         blk = a_logical[:, 32 * s: 32 * s + 32] @ bq[:, 32 * s: 32 * s + 32].T
         got += blk * (sa[:, None] * factor[None, :, s])
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+
+
+# ---- the persistent walk: tiles with rows first, spread evenly over the CTAs ----
+SCHED_GROUPS = const("SCHED_GROUPS")
+
+
+def tile_list(masked_m, max_m: int, n: int, bn: int, bm: int = 128):
+    """tile_of for every tile index, ported from the kernel (thread 0's counts, then the scan)."""
+    groups, tiles_n, m_tiles = len(masked_m), n // bn, -(-max_m // bm)
+    total = groups * m_tiles * tiles_n
+    if groups > SCHED_GROUPS:  # the plain order
+        return [(t // (m_tiles * tiles_n), (t % (m_tiles * tiles_n)) // tiles_n * bm, t % tiles_n * bn)
+                for t in range(total)]
+    rows = [min(max(int(v), 0), max_m) for v in masked_m]
+    busy_pre, zero_pre, busy, zero = [], [], 0, 0
+    for r in rows:
+        busy_pre.append(busy)
+        zero_pre.append(zero)
+        busy += -(-r // bm) * tiles_n
+        zero += (m_tiles - -(-r // bm)) * tiles_n
+    busy_pre.append(busy)
+    zero_pre.append(zero)
+    out = []
+    for tile in range(total):
+        grp, first = 0, 0
+        if tile < busy:
+            while busy_pre[grp + 1] <= tile:
+                grp += 1
+            j = tile - busy_pre[grp]
+        else:
+            z = tile - busy
+            while zero_pre[grp + 1] <= z:
+                grp += 1
+            j = z - zero_pre[grp]
+            first = -(-rows[grp] // bm)
+        out.append((grp, (first + j // tiles_n) * bm, j % tiles_n * bn))
+    return out
+
+
+@pytest.mark.parametrize("masked_m, max_m, bn", [
+    ([141, 248, 152, 150], 4096, 128), ([0, 256, 0, 0], 256, 64), ([-7, 300, 0, 100], 256, 64),
+    ([200, 143, 67, 1], 200, 64), ([512] * 4, 512, 128), ([0] * 4, 256, 128), ([1, 1, 0, 1], 1, 64),
+    (list(range(0, 70 * 37, 37)), 2048, 128),  # 70 groups: more than SCHED_GROUPS, the plain order
+])
+def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bn):
+    n, sms = 2048, 132
+    tiles = tile_list(masked_m, max_m, n, bn)
+    m_tiles = -(-max_m // 128)
+    everything = {(g, m * 128, c * bn) for g in range(len(masked_m)) for m in range(m_tiles) for c in range(n // bn)}
+    assert len(tiles) == len(everything) and set(tiles) == everything
+    rows = [min(max(v, 0), max_m) for v in masked_m]
+    holds = [m0 < rows[g] for g, m0, _ in tiles]
+    if len(masked_m) <= SCHED_GROUPS:
+        busy = sum(holds)
+        assert all(holds[:busy]) and not any(holds[busy:])
+        grid = min(len(tiles), sms)
+        per_cta = [sum(holds[c::grid]) for c in range(grid)]
+        assert max(per_cta) - min(per_cta) <= 1

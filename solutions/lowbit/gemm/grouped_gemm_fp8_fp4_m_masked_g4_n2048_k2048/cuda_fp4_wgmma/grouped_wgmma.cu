@@ -50,6 +50,7 @@ constexpr int STAGES = 4;
 constexpr int RAW_STAGES = 4;
 constexpr int THREADS = 384;
 constexpr int MAX_SPREAD = 23;    // binades a block's scales may span on the folded path (fp16)
+constexpr int SCHED_GROUPS = 64;  // groups whose tile counts a CTA keeps to hand out busy tiles first
 
 // Shared memory of a CTA whose tiles are BN weight rows wide (128, or 64 where 128-wide tiles
 // leave SMs idle: the producer's decode per stage halves with BN).
@@ -66,7 +67,8 @@ struct Smem {
   static constexpr int OFF_FACTOR = OFF_RAW + RAW_STAGES * RAW_BYTES;
   static constexpr int OFF_FLAG = OFF_FACTOR + STAGES * FACTOR_BYTES;  // uint32 [stage][producer warp]
   static constexpr int OFF_BAR = OFF_FLAG + STAGES * 4 * 4;
-  static constexpr int BYTES = OFF_BAR + 2 * STAGES * 8 + 1024;
+  static constexpr int OFF_SCHED = OFF_BAR + 2 * STAGES * 8;  // int: rows [groups], two prefixes [groups + 1]
+  static constexpr int BYTES = OFF_SCHED + (3 * SCHED_GROUPS + 2) * 4 + 1024;
 };
 
 // E2M1 magnitude code (0..7) -> high byte of its fp16 value (the low byte is always 0).
@@ -178,21 +180,61 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int total = groups * tiles_mn;
   const int KT = k / BK;
   const int KB = k / 128;
-  // A persistent CTA walks tiles blockIdx.x, + gridDim.x, ...: tile -> (group, 128 token rows,
-  // BN weight rows), weight rows fastest. Producer and consumers walk the same tiles and count
-  // pipeline stages across them (stage counter gs: slot gs % STAGES, phase (gs / STAGES) & 1).
-  // A tile wholly past masked_m is zeros: the consumers write them, the producer moves on.
+  // A persistent CTA walks tiles blockIdx.x, + gridDim.x, ... of a list that holds first the
+  // tiles with rows (group-major, then 128 token rows, weight rows fastest), then the tiles
+  // wholly past masked_m: the busy tiles spread evenly over the CTAs, however the rows sit in
+  // the groups. Thread 0 reads masked_m once and keeps each group's rows and the two lists'
+  // prefix counts in shared memory; with more than SCHED_GROUPS groups the list is the plain
+  // order. Producer and consumers walk the same tiles and count pipeline stages across them
+  // (stage counter gs: slot gs % STAGES, phase (gs / STAGES) & 1). A zero tile costs the
+  // consumers its stores; the producer moves on.
+  int* s_rows = reinterpret_cast<int*>(smem + S::OFF_SCHED);
+  int* s_busy = s_rows + SCHED_GROUPS;      // [groups + 1]: tiles with rows before group i
+  int* s_zero = s_busy + SCHED_GROUPS + 1;  // [groups + 1]: zero tiles before group i
+  const bool listed = groups <= SCHED_GROUPS;
   auto tile_of = [&](int tile, int& grp, int& m0, int& n0) {
-    grp = tile / tiles_mn;
-    const int rem = tile - grp * tiles_mn;
-    m0 = (rem / tiles_n) * BM;
-    n0 = (rem % tiles_n) * BN;
+    if (!listed) {
+      grp = tile / tiles_mn;
+      const int rem = tile - grp * tiles_mn;
+      m0 = (rem / tiles_n) * BM;
+      n0 = (rem % tiles_n) * BN;
+      return;
+    }
+    const int busy = s_busy[groups];
+    int j, first_m_tile = 0;
+    grp = 0;
+    if (tile < busy) {  // s_busy[groups] > tile ends the scan
+      while (s_busy[grp + 1] <= tile) ++grp;
+      j = tile - s_busy[grp];
+    } else {
+      const int z = tile - busy;  // < s_zero[groups]
+      while (s_zero[grp + 1] <= z) ++grp;
+      j = z - s_zero[grp];
+      first_m_tile = (s_rows[grp] + BM - 1) / BM;
+    }
+    m0 = (first_m_tile + j / tiles_n) * BM;
+    n0 = (j % tiles_n) * BN;
   };
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 128);
       mbar_init(&empty[s], 256);
+    }
+    if (listed) {
+      const int m_tiles = (max_m + BM - 1) / BM;
+      int busy = 0, zero = 0;
+      for (int gi = 0; gi < groups; ++gi) {
+        const int rows = clamp_rows(masked_m, masked_m_is_64, gi, max_m);
+        const int busy_m_tiles = (rows + BM - 1) / BM;
+        s_rows[gi] = rows;
+        s_busy[gi] = busy;
+        s_zero[gi] = zero;
+        busy += busy_m_tiles * tiles_n;
+        zero += (m_tiles - busy_m_tiles) * tiles_n;
+      }
+      s_busy[groups] = busy;
+      s_zero[groups] = zero;
     }
   }
   __syncthreads();
@@ -337,10 +379,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     };
     load_a(0);
 
-#pragma unroll 1
     // every row of this warpgroup past masked_m (decode-like buckets): no MMA, it only hands the
     // stages back (the empty barriers count 256 arrivals); its epilogue writes the rows' zeros
     const bool idle = m0 + wg * 64 >= rows;
+#pragma unroll 1
     for (int it = 0; it < KT; ++it) {
       if (idle) {
         mbar_wait(&full[gs % STAGES], (gs / STAGES) & 1);
