@@ -45,14 +45,18 @@ def e2m1x8_to_f16x2x4(w: int):
     return [prmt(mags[half], 0, spread) | (prmt(w4, w, signs) & 0x80008000) for half, spread, signs in OUTS]
 
 
-def fold_row(bits, s):
-    """(ok, f16 bits of 2^d, fp32 bits of ref) as fold_row computes them."""
+def fold_row(bits):
+    """(ok, f16 bits of 2^d for each sub-block, fp32 bits of ref) as fold_row computes them (the
+    thread that folds a row hands sub-block s's factor to the warp that decodes it)."""
     es = [(b >> 23) & 0xFF for b in bits]
     ok = all((b & 0x807FFFFF) == 0 and 1 <= e <= 252 for b, e in zip(bits, es))
     ok = ok and max(es) - min(es) <= MAX_SPREAD
-    d = es[s] - max(es)
-    h = ((d + 15) << 10) if d >= -14 else (1 << max(d + 24, 0))
-    return ok, (h if ok else 0x3C00), max(es) << 23
+    facs = []
+    for e in es:
+        d = e - max(es)
+        h = ((d + 15) << 10) if d >= -14 else (1 << max(d + 24, 0))
+        facs.append(h if ok else 0x3C00)
+    return ok, facs, max(es) << 23
 
 
 def f32(bits: int) -> float:
@@ -124,7 +128,8 @@ def scale_sets():
 def test_fold_is_the_dequantisation(case):
     bits, want_ok = list(scale_sets())[case]
     for s in range(4):
-        ok, fac, ref = fold_row(bits, s)
+        ok, facs, ref = fold_row(bits)
+        fac = facs[s]
         assert ok == want_ok
         if ok:  # code * 2^d (fp16, exact for every code) * ref == code * scale, exactly
             for code in range(16):
@@ -170,7 +175,8 @@ def test_one_stage_of_one_warp_is_the_definitions_sum():
     ref = np.zeros(8)
     for n in range(8):
         for s in range(4):
-            ok, fac, rbits = fold_row(scales[n], s)
+            ok, facs, rbits = fold_row(scales[n])
+            fac = facs[s]
             assert ok
             ref[n] = f32(rbits)
             chunk = [sum(int(codes[n, 32 * s + 8 * t + 2 * i]) << (8 * i) | int(codes[n, 32 * s + 8 * t + 2 * i + 1]) << (8 * i + 4)
@@ -208,7 +214,8 @@ def test_unfolded_stage_is_the_definitions_sum():
     factor = np.zeros((4, 4))  # [row, sub-block]
     for n in range(4):
         for s in range(4):
-            ok, fac, rbits = fold_row(bits[n], s)
+            ok, facs, rbits = fold_row(bits[n])
+            fac = facs[s]
             assert ok == (n in (0, 2))
             factor[n, s] = f32(rbits) if ok else scale[n, s]
             for t in range(4):

@@ -50,7 +50,8 @@ constexpr int STAGES = 4;
 constexpr int RAW_STAGES = 4;
 constexpr int THREADS = 384;
 constexpr int MAX_SPREAD = 23;    // binades a block's scales may span on the folded path (fp16)
-constexpr int SCHED_GROUPS = 64;  // groups whose tile counts a CTA keeps to hand out busy tiles first
+constexpr int SCHED_GROUPS = 64;
+constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup's 128 threads  // groups whose tile counts a CTA keeps to hand out busy tiles first
 
 // Shared memory of a CTA whose tiles are BN weight rows wide (128, or 64 where 128-wide tiles
 // leave SMs idle: the producer's decode per stage halves with BN).
@@ -59,14 +60,16 @@ struct Smem {
   static constexpr int STAGE_BYTES = BN * BK * 2;   // fp16 B: two 64-K swizzle atoms of BN x 128 bytes
   static constexpr int ATOM_BYTES = BN * 128;
   static constexpr int RAW_CODE_BYTES = BN * BK / 2;  // packed FP4 of a stage: [row][sub-block] 16 bytes
-  // + the rows' four scales, one copy a producer warp (each thread waits for its own copies only):
-  // [warp][row] 16 bytes
-  static constexpr int RAW_BYTES = RAW_CODE_BYTES + 4 * BN * 16;
+  // + the rows' four scales, [row] 16 bytes (copied and read by the thread that folds the row)
+  static constexpr int RAW_BYTES = RAW_CODE_BYTES + BN * 16;
   static constexpr int FACTOR_BYTES = 4 * BN * 4;   // fp32 factor [sub-block][row]
   static constexpr int OFF_RAW = STAGES * STAGE_BYTES;
   static constexpr int OFF_FACTOR = OFF_RAW + RAW_STAGES * RAW_BYTES;
   static constexpr int OFF_FLAG = OFF_FACTOR + STAGES * FACTOR_BYTES;  // uint32 [stage][producer warp]
-  static constexpr int OFF_BAR = OFF_FLAG + STAGES * 4 * 4;
+  // f16x2 factor 2^d [stage parity][sub-block][row], from the thread that folds the row to the
+  // four that decode its sub-blocks
+  static constexpr int OFF_XCHG = OFF_FLAG + STAGES * 4 * 4;
+  static constexpr int OFF_BAR = OFF_XCHG + 2 * 4 * BN * 4;
   static constexpr int OFF_SCHED = OFF_BAR + 2 * STAGES * 8;  // int: rows [groups], two prefixes [groups + 1]
   static constexpr int BYTES = OFF_SCHED + (3 * SCHED_GROUPS + 2) * 4 + 1024;
 };
@@ -103,15 +106,16 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {
   return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
 }
 
-// One weight row's fold for a block, from its four scales' fp32 bits and sub-block s:
-// f16 factor 2^(e_s - max e) (x2) and fp32 ref 2^(max e - 127) when it folds.
+// One weight row's fold for a block, from its four scales' fp32 bits: ok, ref 2^(max e - 127)
+// (fp32 bits) and, per sub-block j, the f16x2 factor 2^d, d = e_j - max e (1.0 when the row
+// does not fold).
 struct Fold {
   bool ok;
-  uint32_t factor2;  // f16x2 of 2^d, d = e_s - max e (1.0 when the row does not fold)
   uint32_t ref_bits;
+  uint32_t factor2[4];
 };
 
-__device__ __forceinline__ Fold fold_row(const uint4& sc, int s) {
+__device__ __forceinline__ Fold fold_row(const uint4& sc) {
   const uint32_t bits[4] = {sc.x, sc.y, sc.z, sc.w};
   bool ok = true;
   int e_max = 0, e_min = 255;
@@ -123,15 +127,16 @@ __device__ __forceinline__ Fold fold_row(const uint4& sc, int s) {
     e_min = min(e_min, e);
   }
   ok = ok && e_max - e_min <= MAX_SPREAD;
-  const uint32_t mine = s == 0 ? sc.x : s == 1 ? sc.y : s == 2 ? sc.z : sc.w;  // no run-time array index
-  const int es = static_cast<int>((mine >> 23) & 0xffu);
-  const int d = es - e_max;  // -23 .. 0 when ok
-  // fp16 bits of 2^d: normal from 2^-14 (exponent field d + 15), subnormal below (bit d + 24)
-  const uint32_t h = d >= -14 ? static_cast<uint32_t>(d + 15) << 10 : 1u << (d + 24 < 0 ? 0 : d + 24);
   Fold f;
   f.ok = ok;
-  f.factor2 = ok ? (h | (h << 16)) : 0x3c003c00u;
   f.ref_bits = static_cast<uint32_t>(e_max) << 23;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int d = static_cast<int>((bits[j] >> 23) & 0xffu) - e_max;  // -23 .. 0 when ok
+    // fp16 bits of 2^d: normal from 2^-14 (exponent field d + 15), subnormal below (bit d + 24)
+    const uint32_t h = d >= -14 ? static_cast<uint32_t>(d + 15) << 10 : 1u << (d + 24 < 0 ? 0 : d + 24);
+    f.factor2[j] = ok ? (h | (h << 16)) : 0x3c003c00u;
+  }
   return f;
 }
 
@@ -246,10 +251,12 @@ __global__ void __launch_bounds__(THREADS, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
     const int p = tid - 256, s = p >> 5, lane = p & 31;
     const size_t src_row32 = static_cast<size_t>(32) * (k / 2);
-    const size_t sc_row32 = static_cast<size_t>(32) * (k / 32);
     const uint32_t base = smem_addr(smem);
     const uint32_t raw = base + S::OFF_RAW + lane * 64 + s * 16;  // + slot * RAW_BYTES + i * 32 * 64
-    const uint32_t raw_sc = base + S::OFF_RAW + S::RAW_CODE_BYTES + (s * BN + lane) * 16;  // + slot * RAW_BYTES + i * 32 * 16
+    // thread (s, lane) also folds row lane + 32 s (where the tile has it) for all four warps
+    const int fold_r = lane + 32 * s;
+    const bool folds = fold_r < BN;
+    const uint32_t raw_sc = base + S::OFF_RAW + S::RAW_CODE_BYTES + fold_r * 16;  // + slot * RAW_BYTES
     // this thread's fp16 stores: row lane + 32 i, swizzle by lane % 8 (= row % 8);
     // store (h, qp) of sub-block s: logical K 16 (2 s + h) + 8 qp: atom s / 2, 16-byte chunk
     // 4 (s % 2) + 2 h + qp of the 128-byte row
@@ -262,14 +269,12 @@ __global__ void __launch_bounds__(THREADS, 1)
       tile_of(tile, grp, m0, n0);
       if (m0 >= clamp_rows(masked_m, masked_m_is_64, grp, max_m)) continue;
       const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + lane) * (k / 2) + s * 16;
-      const float* sc_src = b_scale + (static_cast<size_t>(grp) * n + n0 + lane) * (k / 32);
-      auto copy_stage = [&](int st) {  // stage st's codes and scales of this thread's four rows
+      const float* sc_src = b_scale + (static_cast<size_t>(grp) * n + n0 + (folds ? fold_r : 0)) * (k / 32);
+      auto copy_stage = [&](int st) {  // stage st's codes of this thread's rows, the scales of the row it folds
         const uint32_t slot = (st % RAW_STAGES) * RAW_BYTES;
 #pragma unroll
-        for (int i = 0; i < ROWS; ++i) {
-          cp_async16(raw + slot + i * 32 * 64, src + i * src_row32 + st * 64);
-          cp_async16(raw_sc + slot + i * 32 * 16, sc_src + i * sc_row32 + 4 * st);
-        }
+        for (int i = 0; i < ROWS; ++i) cp_async16(raw + slot + i * 32 * 64, src + i * src_row32 + st * 64);
+        if (folds) cp_async16(raw_sc + slot, sc_src + 4 * st);
       };
 #pragma unroll
       for (int st = 0; st < RAW_STAGES - 1; ++st) {
@@ -281,31 +286,38 @@ __global__ void __launch_bounds__(THREADS, 1)
         if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);
         cp_async_commit();
         cp_async_wait<RAW_STAGES - 1>();  // this thread's own copies of stage it have landed
-        // the stage's scales and first codes are loaded before anything waits on them, and each
+        // the fold's scales and the first codes are loaded before anything waits on them, and each
         // row's codes while the row before is decoded: one warp a scheduler has no other warp to
         // hide a shared-memory load's latency behind
         const uint32_t slot_raw = raw + (it % RAW_STAGES) * RAW_BYTES;
-        const uint32_t slot_sc = raw_sc + (it % RAW_STAGES) * RAW_BYTES;
-        uint4 sc[ROWS];
-#pragma unroll
-        for (int i = 0; i < ROWS; ++i) sc[i] = ld_shared16(slot_sc + i * 32 * 16);
         uint4 codes = ld_shared16(slot_raw);
-        Fold f[ROWS];
-        uint32_t my_scale[ROWS];
-#pragma unroll
-        for (int i = 0; i < ROWS; ++i) {
-          f[i] = fold_row(sc[i], s);
-          my_scale[i] = s == 0 ? sc[i].x : s == 1 ? sc[i].y : s == 2 ? sc[i].z : sc[i].w;
-        }
+        uint4 sc = make_uint4(0u, 0u, 0u, 0u);
+        if (folds) sc = ld_shared16(raw_sc + (it % RAW_STAGES) * RAW_BYTES);
+        const Fold f = fold_row(sc);
         const int slot = gs % STAGES;
         mbar_wait(&empty[slot], ((gs / STAGES) & 1) ^ 1);
         const uint32_t sb = base + slot * STAGE_BYTES;
-        const uint32_t fac = base + S::OFF_FACTOR + (slot * (4 * BN) + s * BN + lane) * 4;
-        bool unfolded = false;
+        // the folded row's factors: for the consumers (ref, or the actual scale where the row does
+        // not fold) and, through the exchange, for the producer threads that decode its sub-blocks
+        const uint32_t xchg = base + S::OFF_XCHG + (gs & 1) * (4 * BN * 4);
+        const bool unfolded = folds && !f.ok;
+        if (folds) {
+          const uint32_t fac = base + S::OFF_FACTOR + (slot * (4 * BN) + fold_r) * 4;  // + sub-block * BN * 4
+          const uint32_t scale[4] = {sc.x, sc.y, sc.z, sc.w};
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            st_shared4(fac + j * BN * 4, f.ok ? f.ref_bits : scale[j]);
+            st_shared4(xchg + (j * BN + fold_r) * 4, f.factor2[j]);
+          }
+        }
+        // the four producer warps: the exchange of this stage parity is written (the one of the
+        // other parity is still read by warps a stage behind, and rewritten only after the next)
+        asm volatile("bar.sync %0, %1;\n" ::"n"(PRODUCER_BARRIER), "n"(128) : "memory");
+        uint32_t factor2[ROWS];
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) factor2[i] = ld_shared4(xchg + (s * BN + lane + 32 * i) * 4);
 #pragma unroll
         for (int i = 0; i < ROWS; ++i) {
-          unfolded |= !f[i].ok;
-          st_shared4(fac + 128 * i, f[i].ok ? f[i].ref_bits : my_scale[i]);
           const uint32_t w[4] = {codes.x, codes.y, codes.z, codes.w};
           if (i + 1 < ROWS) codes = ld_shared16(slot_raw + (i + 1) * 32 * 64);
           uint32_t dec[4][4];  // dec[t][b]: word t's byte b as f16x2, times 2^d
@@ -313,7 +325,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           for (int t = 0; t < 4; ++t) {
             e2m1x8_to_f16x2x4(w[t], dec[t]);
 #pragma unroll
-            for (int b = 0; b < 4; ++b) dec[t][b] = f16x2_mul(dec[t][b], f[i].factor2);
+            for (int b = 0; b < 4; ++b) dec[t][b] = f16x2_mul(dec[t][b], factor2[i]);
           }
           const uint32_t row_base = sb + row_off + i * 32 * 128;
 #pragma unroll
