@@ -272,6 +272,7 @@ def tile_list(masked_m, max_m: int, n: int, bn: int, bm: int = 128):
 @pytest.mark.parametrize("masked_m, max_m, bn", [
     ([141, 248, 152, 150], 4096, 128), ([0, 256, 0, 0], 256, 64), ([-7, 300, 0, 100], 256, 64),
     ([200, 143, 67, 1], 200, 64), ([512] * 4, 512, 128), ([0] * 4, 256, 128), ([1, 1, 0, 1], 1, 64),
+    ([(37 * i) % 300 for i in range(SCHED_GROUPS)], 256, 64),  # exactly SCHED_GROUPS groups: still listed
     (list(range(0, 70 * 37, 37)), 2048, 128),  # 70 groups: more than SCHED_GROUPS, the plain order
 ])
 def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bn):
@@ -288,3 +289,26 @@ def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bn):
         grid = min(len(tiles), sms)
         per_cta = [sum(holds[c::grid]) for c in range(grid)]
         assert max(per_cta) - min(per_cta) <= 1
+
+
+@pytest.mark.parametrize("bn", BNS)
+def test_each_rows_fold_is_written_once_and_read_by_each_decoder(bn):
+    """Producer thread (s, lane) folds row lane + 32 s where the tile has it and writes factor j of
+    it at [j][row] (the consumers' factors and the exchange alike); thread (s, lane) decodes rows
+    lane + 32 i, i < bn / 32, of sub-block s and reads [s][row]: each (sub-block, row) is written
+    by one thread and read by exactly one."""
+    written, read = {}, {}
+    for s in range(4):
+        for lane in range(32):
+            fold_r = lane + 32 * s
+            if fold_r < bn:
+                for j in range(4):
+                    written.setdefault(j * bn + fold_r, []).append((s, lane))
+            for i in range(bn // 32):
+                read.setdefault(s * bn + lane + 32 * i, []).append((s, lane))
+    assert sorted(written) == sorted(read) == list(range(4 * bn))
+    assert all(len(v) == 1 for v in written.values()) and all(len(v) == 1 for v in read.values())
+    src = SRC[SRC.index("const int fold_r = lane + 32 * s;"):]
+    assert "st_shared4(xchg + (j * BN + fold_r) * 4, f.factor2[j]);" in src
+    assert "ld_shared4(xchg + (s * BN + lane + 32 * i) * 4)" in src
+    assert "st_shared4(fac + j * BN * 4, f.ok ? f.ref_bits : scale[j]);" in src

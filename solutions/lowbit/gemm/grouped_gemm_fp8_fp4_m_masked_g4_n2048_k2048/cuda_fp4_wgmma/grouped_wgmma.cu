@@ -50,8 +50,8 @@ constexpr int STAGES = 4;
 constexpr int RAW_STAGES = 4;
 constexpr int THREADS = 384;
 constexpr int MAX_SPREAD = 23;    // binades a block's scales may span on the folded path (fp16)
-constexpr int SCHED_GROUPS = 64;
-constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup's 128 threads  // groups whose tile counts a CTA keeps to hand out busy tiles first
+constexpr int SCHED_GROUPS = 64;  // groups whose tile counts a CTA keeps to hand out busy tiles first
+constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup's 128 threads
 
 // Shared memory of a CTA whose tiles are BN weight rows wide (128, or 64 where 128-wide tiles
 // leave SMs idle: the producer's decode per stage halves with BN).
