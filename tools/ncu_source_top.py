@@ -2,7 +2,7 @@
 
 Prints the warp-stall samples per code region (the SASS between two SETMAXREG or EXIT
 instructions: in a warp-specialised kernel, roughly one region per partition, so the regions
-say which partition waits and for how long), then the N SASS lines (default 30) with the most
+say which partition waits and for how long) with the region's top stall reasons, then the N SASS lines (default 30) with the most
 samples, each with its top stall reasons. On a GPU host, with any launcher:
   ncu -k regex:KERNEL --launch-count 1 --section SourceCounters --section WarpStateStats \\
       -o REPORT python -m pytest -q tests/gpu -k "max_m_1-"
@@ -43,6 +43,8 @@ for end in [i + 1 for i, r in enumerate(rows) if "SETMAXREG" in r[src] or "EXIT"
         count = [sum(key in r[src] for r in part) for key in ("GMMA", "PRMT", "UTMALDG")]
         print(f"  rows {start:5d}-{end:5d} {s:7.0f} ({100 * s / total:4.1f}%) exec {execs:8.0f}  "
               f"wgmma {count[0]} prmt {count[1]} tma {count[2]}")
+        by_reason = sorted(((sum(num(r[c]) for r in part), c) for c in reasons), reverse=True)[:8]
+        print("      " + ", ".join(f"{c.removeprefix('stall_')} {100 * v / s:.0f}%" for v, c in by_reason if v > 0))
     start = end
 print(f"top {n} lines: samples, share, SASS row, instruction, top reasons")
 for i in sorted(range(len(rows)), key=lambda i: -num(rows[i][samp]))[:n]:

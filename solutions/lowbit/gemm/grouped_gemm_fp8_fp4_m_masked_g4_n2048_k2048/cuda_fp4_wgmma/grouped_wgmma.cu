@@ -7,12 +7,16 @@
 // (fp16's subnormals end at 2^-24); the MMA sums exact products in fp32. Hopper's FP8 MMA keeps
 // about 14 bits of its sums and fails FlashInfer-Bench's elementwise check.
 //
-// The scale fold, per weight row and 128-K block kb (one pipeline stage): with e_j the exponent
-// of the block's four per-32 scales, B' = code * 2^(e_j - max e) in fp16 and ref = 2^(max e - 127);
-// the consumers promote once per block: acc += blk * (a_scale[r, kb] * ref[n]). A row whose four
-// scales are not all powers of two in [2^-126, 2^125], or spread over more than 23 binades, is
-// written as plain codes with its four actual scales beside it; a stage holding such a row is
-// multiplied as four 32-K sub-blocks, each promoted by its own scales: exact for any scale.
+// The scale fold, per weight row and 128-K block kb (one pipeline stage), in three modes; a
+// stage takes the slowest mode any of its rows needs:
+//   whole: the four per-32 scales are powers of two in [2^-23, 2^13], as quantized weights'
+//       are: B' = code * scale in fp16 (exact: fp16 holds 0.5 * 2^-23 .. 6 * 2^13), and the
+//       consumers promote once per block by the token row's scale only: acc += blk * a_scale[r, kb];
+//   relative: powers of two in [2^-126, 2^125] spread over at most 23 binades, e_j their
+//       exponents: B' = code * 2^(e_j - max e), ref[n] = 2^(max e - 127), and
+//       acc += blk * (a_scale[r, kb] * ref[n]) (ref 1 for the stage's whole rows);
+//   plain: any other scales: B' = code, the four actual scales beside it; the stage is
+//       multiplied as four 32-K sub-blocks, each promoted by its own factor: exact for any scale.
 //
 // Persistent: one CTA an SM walks the tiles (group, 128 token rows, BN weight rows; BN 128, or
 // 64 where 128-wide tiles would leave SMs idle); a tile wholly past masked_m costs its zero
@@ -21,8 +25,8 @@
 //   producer warpgroup (warps 8-11; warp s handles sub-block s of every row, lane = row % 32):
 //       packed FP4 [BN, 64 B] and the rows' scales by cp.async into a raw ring RAW_STAGES deep
 //       -> fold -> fp16 (prmt decode, times 2^d) -> shared memory, 128-byte-swizzled
-//       K-major rows in the K order below, plus each row's per-sub-block factor and a per-warp
-//       "not folded" flag; mbarrier full/empty handoff, STAGES deep;
+//       K-major rows in the K order below, plus each row's per-sub-block promotion factor and
+//       each warp's fold mode bits; mbarrier full/empty handoff, STAGES deep;
 //   two consumer warpgroups (64 token rows each): A's e4m3 read from global one stage ahead
 //       straight into the MMA's register fragments (cvt to f16), 8 wgmma m64nBNk16 a stage.
 // K order within a stage: the MMA's k16 step j = 2 s + h (s = 32-K sub-block) at fragment
@@ -49,7 +53,11 @@ constexpr int BK = 128;           // one scale block
 constexpr int STAGES = 4;
 constexpr int RAW_STAGES = 4;
 constexpr int THREADS = 384;
-constexpr int MAX_SPREAD = 23;    // binades a block's scales may span on the folded path (fp16)
+constexpr int MAX_SPREAD = 23;    // binades a block's scales may span on the relative fold (fp16)
+constexpr int WHOLE_E_MIN = 127 - 23, WHOLE_E_MAX = 127 + 13;  // scale exponents the whole fold takes
+// A stage's fold mode bits, OR-ed over its rows: the consumers promote per column (relative or
+// plain rows), per 32-K sub-block (plain rows).
+constexpr uint32_t MODE_PER_COLUMN = 1u, MODE_PER_SUBBLOCK = 2u;
 constexpr int SCHED_GROUPS = 64;  // groups whose tile counts a CTA keeps to hand out busy tiles first
 constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup's 128 threads
 
@@ -106,36 +114,41 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {
   return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
 }
 
-// One weight row's fold for a block, from its four scales' fp32 bits: ok, ref 2^(max e - 127)
-// (fp32 bits) and, per sub-block j, the f16x2 factor 2^d, d = e_j - max e (1.0 when the row
-// does not fold).
+// One weight row's fold for a block, from its four scales' fp32 bits: its mode bits, per
+// sub-block j the f16x2 factor the decode multiplies by (the scale, 2^(e_j - max e), or 1.0)
+// and the fp32 factor the consumers promote by (1.0, ref 2^(max e - 127), or the scale).
 struct Fold {
-  bool ok;
-  uint32_t ref_bits;
+  uint32_t mode;
   uint32_t factor2[4];
+  uint32_t promote_bits[4];
 };
+
+// fp16 bits of 2^d for -24 < d < 16: normal from 2^-14 (exponent field d + 15), subnormal below (bit d + 24)
+__device__ __forceinline__ uint32_t f16_pow2(int d) {
+  return d >= -14 ? static_cast<uint32_t>(d + 15) << 10 : 1u << (d + 24 < 0 ? 0 : d + 24);
+}
 
 __device__ __forceinline__ Fold fold_row(const uint4& sc) {
   const uint32_t bits[4] = {sc.x, sc.y, sc.z, sc.w};
-  bool ok = true;
+  bool pow2 = true;
   int e_max = 0, e_min = 255;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int e = static_cast<int>((bits[j] >> 23) & 0xffu);
-    ok = ok && (bits[j] & 0x807fffffu) == 0u && e >= 1 && e <= 252;  // positive, power of two, normal
+    pow2 = pow2 && (bits[j] & 0x807fffffu) == 0u && e >= 1 && e <= 252;  // positive, power of two, normal
     e_max = max(e_max, e);
     e_min = min(e_min, e);
   }
-  ok = ok && e_max - e_min <= MAX_SPREAD;
+  const bool whole = pow2 && e_min >= WHOLE_E_MIN && e_max <= WHOLE_E_MAX;
+  const bool relative = pow2 && e_max - e_min <= MAX_SPREAD;
   Fold f;
-  f.ok = ok;
-  f.ref_bits = static_cast<uint32_t>(e_max) << 23;
+  f.mode = whole ? 0u : relative ? MODE_PER_COLUMN : MODE_PER_COLUMN | MODE_PER_SUBBLOCK;
+  const int e_ref = whole ? 127 : e_max;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const int d = static_cast<int>((bits[j] >> 23) & 0xffu) - e_max;  // -23 .. 0 when ok
-    // fp16 bits of 2^d: normal from 2^-14 (exponent field d + 15), subnormal below (bit d + 24)
-    const uint32_t h = d >= -14 ? static_cast<uint32_t>(d + 15) << 10 : 1u << (d + 24 < 0 ? 0 : d + 24);
-    f.factor2[j] = ok ? (h | (h << 16)) : 0x3c003c00u;
+    const uint32_t h = f16_pow2(static_cast<int>((bits[j] >> 23) & 0xffu) - e_ref);  // -23 .. 13 when folded
+    f.factor2[j] = whole || relative ? (h | (h << 16)) : 0x3c003c00u;
+    f.promote_bits[j] = whole ? 0x3f800000u : relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];
   }
   return f;
 }
@@ -144,6 +157,18 @@ __device__ __forceinline__ Fold fold_row(const uint4& sc) {
 // (a_scale sa0), cols 8 c + 2 t, + 1; acc[4 c + 2..3] at row g + 8 (sa1). (a_scale * factor can
 // overflow only where a_scale * b_scale > 2^128, far from quantized data; multiplying blk first
 // avoids that but costs 50-100 bytes of spills in the consumers.)
+// acc += blk * a_scale: a stage whose rows all folded whole (B' carries the weight scales).
+template <int NACC>
+__device__ __forceinline__ void promote_rows(float (&acc)[NACC], const float (&blk)[NACC], float sa0, float sa1) {
+#pragma unroll
+  for (int i = 0; i < NACC; i += 4) {
+    acc[i + 0] = fmaf(blk[i + 0], sa0, acc[i + 0]);
+    acc[i + 1] = fmaf(blk[i + 1], sa0, acc[i + 1]);
+    acc[i + 2] = fmaf(blk[i + 2], sa1, acc[i + 2]);
+    acc[i + 3] = fmaf(blk[i + 3], sa1, acc[i + 3]);
+  }
+}
+
 template <int NACC>  // BN / 2 accumulators a thread
 __device__ __forceinline__ void promote(float (&acc)[NACC], const float (&blk)[NACC], uint32_t factor,
                                         float sa0, float sa1, int t) {
@@ -174,7 +199,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   constexpr int ROWS = BN / 32;  // weight rows a producer thread decodes a stage: lane + 32 i
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint32_t* flags = reinterpret_cast<uint32_t*>(smem + S::OFF_FLAG);    // [stage][producer warp]
+  uint32_t* flags = reinterpret_cast<uint32_t*>(smem + S::OFF_FLAG);    // mode bits [stage][producer warp]
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + S::OFF_BAR);
   uint64_t* empty = full + STAGES;
 
@@ -300,13 +325,12 @@ __global__ void __launch_bounds__(THREADS, 1)
         // the folded row's factors: for the consumers (ref, or the actual scale where the row does
         // not fold) and, through the exchange, for the producer threads that decode its sub-blocks
         const uint32_t xchg = base + S::OFF_XCHG + (gs & 1) * (4 * BN * 4);
-        const bool unfolded = folds && !f.ok;
+        const uint32_t mode = folds ? f.mode : 0u;
         if (folds) {
           const uint32_t fac = base + S::OFF_FACTOR + (slot * (4 * BN) + fold_r) * 4;  // + sub-block * BN * 4
-          const uint32_t scale[4] = {sc.x, sc.y, sc.z, sc.w};
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            st_shared4(fac + j * BN * 4, f.ok ? f.ref_bits : scale[j]);
+            st_shared4(fac + j * BN * 4, f.promote_bits[j]);
             st_shared4(xchg + (j * BN + fold_r) * 4, f.factor2[j]);
           }
         }
@@ -335,8 +359,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             st_shared16(row_base + (chunk << 4), v);
           }
         }
-        const uint32_t any = __any_sync(0xffffffffu, unfolded) ? 1u : 0u;
-        if (lane == 0) flags[slot * 4 + s] = any;
+        const uint32_t warp_mode = __reduce_or_sync(0xffffffffu, mode);
+        if (lane == 0) flags[slot * 4 + s] = warp_mode;
         // generic-proxy stores, read next by the tensor cores (async proxy)
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         mbar_arrive(&full[slot]);
@@ -367,6 +391,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     const int row0 = m0 + wg * 64 + warp * 16 + g, row1 = row0 + 8;
     const bool ok0 = row0 < rows, ok1 = row1 < rows;
+    // rows past masked_m read row 0's A (always there) and are never stored
     const uint8_t* pa0 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * k + 8 * t;
     const uint8_t* pa1 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * k + 8 * t;
     const float* ps0 = a_scale + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * KB;
@@ -377,19 +402,22 @@ __global__ void __launch_bounds__(THREADS, 1)
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
     keep_f(acc);
 
-    // A's bytes of one stage: sub-block s at 32 s + 8 t, 8 bytes a row (uint2)
+    // A's bytes of one stage: sub-block s at 32 s + 8 t, 8 bytes a row (uint2); the pointers
+    // step one stage a load
     uint2 a_nxt0[4], a_nxt1[4];
     float sa_nxt0, sa_nxt1;
-    auto load_a = [&](int it) {
+    auto load_a = [&]() {
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        a_nxt0[q] = ok0 ? __ldg(reinterpret_cast<const uint2*>(pa0 + it * BK + 32 * q)) : make_uint2(0u, 0u);
-        a_nxt1[q] = ok1 ? __ldg(reinterpret_cast<const uint2*>(pa1 + it * BK + 32 * q)) : make_uint2(0u, 0u);
+        a_nxt0[q] = __ldg(reinterpret_cast<const uint2*>(pa0 + 32 * q));
+        a_nxt1[q] = __ldg(reinterpret_cast<const uint2*>(pa1 + 32 * q));
       }
-      sa_nxt0 = ok0 ? __ldg(ps0 + it) : 0.0f;
-      sa_nxt1 = ok1 ? __ldg(ps1 + it) : 0.0f;
+      sa_nxt0 = __ldg(ps0++);
+      sa_nxt1 = __ldg(ps1++);
+      pa0 += BK;
+      pa1 += BK;
     };
-    load_a(0);
+    load_a();
 
     // every row of this warpgroup past masked_m (decode-like buckets): no MMA, it only hands the
     // stages back (the empty barriers count 256 arrivals); its epilogue writes the rows' zeros
@@ -416,33 +444,40 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
       const float sa0 = sa_nxt0, sa1 = sa_nxt1;
-      if (it + 1 < KT) load_a(it + 1);
+      if (it + 1 < KT) load_a();
 
       const int slot = gs % STAGES;
       mbar_wait(&full[slot], (gs / STAGES) & 1);
       const uint32_t sb = base + slot * STAGE_BYTES;
       const uint32_t fac = base + S::OFF_FACTOR + slot * (4 * BN) * 4;  // fp32 [sub-block][row]
-      const bool unfolded = (flags[slot * 4] | flags[slot * 4 + 1] | flags[slot * 4 + 2] | flags[slot * 4 + 3]) != 0u;
-      // step j reads logical K 16 j .. 16 j + 15: atom j / 4, 32 bytes a step into the 128-byte row
-      if (!unfolded) {
+      const uint4 warp_modes = ld_shared16(base + S::OFF_FLAG + slot * 16);
+      const uint32_t mode = warp_modes.x | warp_modes.y | warp_modes.z | warp_modes.w;
+      // descriptor of byte offset o into the stage: + o / 16 (the stage stays below 2^18)
+      const uint64_t desc = b_desc(sb);
+      if (!(mode & MODE_PER_SUBBLOCK)) {
+        // step j reads logical K 16 j .. 16 j + 15: atom j / 4, 32 bytes a step into the 128-byte row
         wgmma_fence();
 #pragma unroll
-        for (int j = 0; j < 8; ++j) wgmma_dense(blk, frag[j], b_desc(sb + (j >> 2) * ATOM_BYTES + 32 * (j & 3)), j > 0);
+        for (int j = 0; j < 8; ++j) wgmma_dense(blk, frag[j], desc + (((j >> 2) * ATOM_BYTES + 32 * (j & 3)) >> 4), j > 0);
         wgmma_commit();
         wgmma_wait<0>();
         keep_f(blk);
 #pragma unroll
         for (int j = 0; j < 8; ++j) keep_u(frag[j]);
-        // acc += (blk * a_scale) * ref, ref from sub-block 0's factors (every folded row's are its ref)
-        promote(acc, blk, fac, sa0, sa1, t);
+        if (mode == 0u) {
+          promote_rows(acc, blk, sa0, sa1);
+        } else {
+          // acc += (blk * a_scale) * ref, ref from sub-block 0's factors (every folded row's are its ref)
+          promote(acc, blk, fac, sa0, sa1, t);
+        }
       } else {
         // a row of this block did not fold: each 32-K sub-block (two k16 steps) promoted by its own
-        // factor (ref for rows that folded, the actual scale for rows that did not)
+        // factor (1 or ref for rows that folded, the actual scale for rows that did not)
 #pragma unroll
         for (int sub = 0; sub < 4; ++sub) {
           wgmma_fence();
-          wgmma_dense(blk, frag[2 * sub], b_desc(sb + (sub >> 1) * ATOM_BYTES + 64 * (sub & 1)), 0u);
-          wgmma_dense(blk, frag[2 * sub + 1], b_desc(sb + (sub >> 1) * ATOM_BYTES + 64 * (sub & 1) + 32), 1u);
+          wgmma_dense(blk, frag[2 * sub], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1)) >> 4), 0u);
+          wgmma_dense(blk, frag[2 * sub + 1], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1) + 32) >> 4), 1u);
           wgmma_commit();
           wgmma_wait<0>();
           keep_f(blk);
