@@ -2,7 +2,7 @@
 comparing kernel variants side by side on one GPU. Each LIB is a shared library built from
 grouped_wgmma.cu (with different -D flags, say), run at each tile width; the checks are the
 probe's (reference and float64 oracle) on its edge and serving-shaped cases.
-  python3 tools/time_wgmma_variants.py a.so b.so [--bns 128,64]"""
+  python3 tools/time_wgmma_variants.py a.so b.so [--bns 128,64] [--no-check]"""
 
 import argparse
 import sys
@@ -26,7 +26,7 @@ def check(c, ref, o64):
     return bad, margin(c, o64)
 
 
-def grouped(libs, bns):
+def grouped(libs, bns, check_results=True):
     ref_fn = load_reference(pg.DEF)
     checks = [("max_m_1", 1, [1, 1, 0, 1], "quantized"), ("rows_1_63_65_128", 128, [1, 63, 65, 128], "quantized"),
               ("out_of_range", 256, [-7, 300, 0, 100], "quantized"), ("odd_max_m_41", 41, [41, 17, -1, 30], "quantized"),
@@ -44,7 +44,7 @@ def grouped(libs, bns):
         def run(*args, f=f, bn=bn):
             return f(*args, bn=bn)
         worst, bad_all = 0.0, 0
-        for cid, max_m, masked_m, how in checks:
+        for cid, max_m, masked_m, how in checks if check_results else []:
             inputs = pg.make(max_m, masked_m, how)
             c = torch.full((pg.G, max_m, pg.N), float("nan"), dtype=torch.bfloat16, device="cuda")
             run(*inputs, c)
@@ -70,9 +70,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("libs", nargs="+")
     ap.add_argument("--bns", default="128,64", help="tile widths")
+    ap.add_argument("--no-check", action="store_true", help="time only (ablation builds whose results are wrong)")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
-    grouped(args.libs, [int(x) for x in args.bns.split(",")])
+    grouped(args.libs, [int(x) for x in args.bns.split(",")], check_results=not args.no_check)
 
 
 if __name__ == "__main__":

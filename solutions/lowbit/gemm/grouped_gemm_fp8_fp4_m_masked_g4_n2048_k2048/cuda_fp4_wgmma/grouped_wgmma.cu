@@ -67,7 +67,10 @@ template <int BN>
 struct Smem {
   static constexpr int STAGE_BYTES = BN * BK * 2;   // fp16 B: two 64-K swizzle atoms of BN x 128 bytes
   static constexpr int ATOM_BYTES = BN * 128;
-  static constexpr int RAW_CODE_BYTES = BN * BK / 2;  // packed FP4 of a stage: [row][sub-block] 16 bytes
+  // packed FP4 of a stage, 16 bytes a (row r, sub-block q) at ((r / 32) * 4 + q) * 512 + (r % 32) * 16:
+  // a warp's copies (8 rows x 4 sub-blocks) and its decode reads (32 rows, one sub-block) both
+  // cover whole 128-byte bank rows
+  static constexpr int RAW_CODE_BYTES = BN * BK / 2;
   // + the rows' four scales, [row] 16 bytes (copied and read by the thread that folds the row)
   static constexpr int RAW_BYTES = RAW_CODE_BYTES + BN * 16;
   static constexpr int FACTOR_BYTES = 4 * BN * 4;   // fp32 factor [sub-block][row]
@@ -277,7 +280,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int p = tid - 256, s = p >> 5, lane = p & 31;
     const size_t src_row32 = static_cast<size_t>(32) * (k / 2);
     const uint32_t base = smem_addr(smem);
-    const uint32_t raw = base + S::OFF_RAW + lane * 64 + s * 16;  // + slot * RAW_BYTES + i * 32 * 64
+    // chunk p + 128 i: row p / 4 + 32 i, sub-block p % 4
+    const uint32_t raw_copy = base + S::OFF_RAW + (p & 3) * 512 + (p >> 2) * 16;
+    const uint32_t raw = base + S::OFF_RAW + s * 512 + lane * 16;  // decode reads: + slot * RAW_BYTES + i * 2048
     // thread (s, lane) also folds row lane + 32 s (where the tile has it) for all four warps
     const int fold_r = lane + 32 * s;
     const bool folds = fold_r < BN;
@@ -293,12 +298,14 @@ __global__ void __launch_bounds__(THREADS, 1)
       int grp, m0, n0;
       tile_of(tile, grp, m0, n0);
       if (m0 >= clamp_rows(masked_m, masked_m_is_64, grp, max_m)) continue;
-      const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + lane) * (k / 2) + s * 16;
+      // copies: thread p moves chunk c = p + 128 i (row c / 4, sub-block c % 4): four threads read
+      // one row's 64 contiguous bytes
+      const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16;
       const float* sc_src = b_scale + (static_cast<size_t>(grp) * n + n0 + (folds ? fold_r : 0)) * (k / 32);
-      auto copy_stage = [&](int st) {  // stage st's codes of this thread's rows, the scales of the row it folds
+      auto copy_stage = [&](int st) {  // stage st's codes (chunks p + 128 i), the scales of the row p folds
         const uint32_t slot = (st % RAW_STAGES) * RAW_BYTES;
 #pragma unroll
-        for (int i = 0; i < ROWS; ++i) cp_async16(raw + slot + i * 32 * 64, src + i * src_row32 + st * 64);
+        for (int i = 0; i < ROWS; ++i) cp_async16(raw_copy + slot + i * 2048, src + i * src_row32 + st * 64);
         if (folds) cp_async16(raw_sc + slot, sc_src + 4 * st);
       };
 #pragma unroll
@@ -308,14 +315,11 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
 #pragma unroll 1
       for (int it = 0; it < KT; ++it) {
-        if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);
-        cp_async_commit();
-        cp_async_wait<RAW_STAGES - 1>();  // this thread's own copies of stage it have landed
-        // the fold's scales and the first codes are loaded before anything waits on them, and each
-        // row's codes while the row before is decoded: one warp a scheduler has no other warp to
-        // hide a shared-memory load's latency behind
+        cp_async_wait<RAW_STAGES - 2>();  // this thread's own copies of stage it have landed
+        // the fold's scales (this thread's own copy) are loaded before anything waits on them;
+        // each row's codes while the row before is decoded: one warp a scheduler has no other
+        // warp to hide a shared-memory load's latency behind
         const uint32_t slot_raw = raw + (it % RAW_STAGES) * RAW_BYTES;
-        uint4 codes = ld_shared16(slot_raw);
         uint4 sc = make_uint4(0u, 0u, 0u, 0u);
         if (folds) sc = ld_shared16(raw_sc + (it % RAW_STAGES) * RAW_BYTES);
         const Fold f = fold_row(sc);
@@ -334,16 +338,21 @@ __global__ void __launch_bounds__(THREADS, 1)
             st_shared4(xchg + (j * BN + fold_r) * 4, f.factor2[j]);
           }
         }
-        // the four producer warps: the exchange of this stage parity is written (the one of the
-        // other parity is still read by warps a stage behind, and rewritten only after the next)
+        // the four producer warps: stage it's codes have landed (each thread's copies), the
+        // exchange of this stage parity is written (the one of the other parity is still read by
+        // warps a stage behind, and rewritten only after the next), and every warp is done with
+        // stage it - 1's raw slot, which the copies issued next overwrite
         asm volatile("bar.sync %0, %1;\n" ::"n"(PRODUCER_BARRIER), "n"(128) : "memory");
+        if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);
+        cp_async_commit();
+        uint4 codes = ld_shared16(slot_raw);
         uint32_t factor2[ROWS];
 #pragma unroll
         for (int i = 0; i < ROWS; ++i) factor2[i] = ld_shared4(xchg + (s * BN + lane + 32 * i) * 4);
 #pragma unroll
         for (int i = 0; i < ROWS; ++i) {
           const uint32_t w[4] = {codes.x, codes.y, codes.z, codes.w};
-          if (i + 1 < ROWS) codes = ld_shared16(slot_raw + (i + 1) * 32 * 64);
+          if (i + 1 < ROWS) codes = ld_shared16(slot_raw + (i + 1) * 2048);
           uint32_t dec[4][4];  // dec[t][b]: word t's byte b as f16x2, times 2^d
 #pragma unroll
           for (int t = 0; t < 4; ++t) {
