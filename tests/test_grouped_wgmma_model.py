@@ -1,11 +1,15 @@
 """CPU model of the CUDA grouped GEMM's data placement (cuda_fp4_wgmma/grouped_wgmma.cu).
 
-The kernel multiplies in a permuted K order inside each 128-K stage, decodes packed E2M1 with
-permutes, folds each block's scales into fp16 and writes B into 128-byte-swizzled shared memory.
-This ports those pieces bit for bit (tables read from the .cu file) and checks: the decode on
-every byte, the fold against the definition's dequantisation, that the producer's stores land
-where the MMA's descriptor reads the logical K the consumers' A fragments hold, and one whole
-stage of one warp against the definition's sum.
+The kernel copies each stage's packed E2M1 into a raw ring laid out for its copies and decode
+reads, multiplies in a permuted K order inside each 128-K stage, decodes with permutes, folds each
+block's scales into fp16 in one of three modes (whole: B' carries the scales, promote by a_scale
+only; relative: B' carries 2^(e_j - max e), promote per column by a_scale * ref; plain: B' is the
+codes, promote each 32-K sub-block by its actual scale) and writes B into 128-byte-swizzled shared
+memory. This ports those pieces bit for bit (tables and constants read from the .cu file) and
+checks: the decode on every byte, each mode's fold against the definition's dequantisation, that
+the raw ring's copies and decode reads meet at the same chunks without bank conflicts, that the
+producer's stores land where the MMA's descriptor reads the logical K the consumers' A fragments
+hold, and whole stages of one warp, in each promotion path, against the definition's sum.
 """
 
 import re
@@ -24,10 +28,19 @@ E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3
 
 
 def const(name: str) -> int:
-    return int(re.search(rf"constexpr (?:uint32_t|int) {name} = (0x[0-9a-f]+|\d+)u?;", SRC).group(1), 0)
+    """A namespace constant's value: `constexpr int|uint32_t [A = .., ]NAME = expr[, ..];`, expr
+    integer literals (u suffix allowed) joined by + - * and parentheses."""
+    m = re.search(rf"constexpr (?:uint32_t|int) (?:[^;]*?, )?{name} = ([^,;]+)[,;]", SRC)
+    expr = re.sub(r"\b(0x[0-9a-f]+|\d+)u\b", r"\1", m.group(1))
+    assert re.fullmatch(r"[0-9a-fx +\-*()]+", expr), expr
+    return int(eval(expr, {"__builtins__": {}}))
 
 
 LO, HI, MAX_SPREAD = const("E2M1_F16_HI_0_3"), const("E2M1_F16_HI_4_7"), const("MAX_SPREAD")
+WHOLE_E_MIN, WHOLE_E_MAX = const("WHOLE_E_MIN"), const("WHOLE_E_MAX")
+MODE_PER_COLUMN, MODE_PER_SUBBLOCK = const("MODE_PER_COLUMN"), const("MODE_PER_SUBBLOCK")
+WHOLE, RELATIVE, PLAIN = 0, MODE_PER_COLUMN, MODE_PER_COLUMN | MODE_PER_SUBBLOCK  # a row's fold modes
+assert (WHOLE_E_MIN, WHOLE_E_MAX, MAX_SPREAD) == (127 - 23, 127 + 13, 23)  # the edges scale_sets and the stages test
 BNS = sorted({int(x) for x in re.findall(r"launch<(\d+)>\(", SRC)})  # the tile widths the entry launches
 assert BNS == [64, 128]
 BN = 128  # the width the one-stage tests model
@@ -45,26 +58,51 @@ def e2m1x8_to_f16x2x4(w: int):
     return [prmt(mags[half], 0, spread) | (prmt(w4, w, signs) & 0x80008000) for half, spread, signs in OUTS]
 
 
+def f16_pow2(d: int) -> int:
+    """fp16 bits of 2^d for -24 < d < 16: normal from 2^-14, subnormal below."""
+    return ((d + 15) << 10) if d >= -14 else (1 << max(d + 24, 0))
+
+
 def fold_row(bits):
-    """(ok, f16 bits of 2^d for each sub-block, fp32 bits of ref) as fold_row computes them (the
-    thread that folds a row hands sub-block s's factor to the warp that decodes it)."""
+    """(mode, f16x2 decode factor per sub-block, fp32 bits of the promote factor per sub-block) as
+    fold_row computes them from a row's four scale bits (the thread that folds a row hands
+    sub-block j's decode factor to the warp that decodes it and writes the promote factors for
+    the consumers)."""
     es = [(b >> 23) & 0xFF for b in bits]
-    ok = all((b & 0x807FFFFF) == 0 and 1 <= e <= 252 for b, e in zip(bits, es))
-    ok = ok and max(es) - min(es) <= MAX_SPREAD
-    facs = []
-    for e in es:
-        d = e - max(es)
-        h = ((d + 15) << 10) if d >= -14 else (1 << max(d + 24, 0))
-        facs.append(h if ok else 0x3C00)
-    return ok, facs, max(es) << 23
+    pow2 = all((b & 0x807FFFFF) == 0 and 1 <= e <= 252 for b, e in zip(bits, es))  # positive, normal
+    whole = pow2 and min(es) >= WHOLE_E_MIN and max(es) <= WHOLE_E_MAX
+    relative = pow2 and max(es) - min(es) <= MAX_SPREAD
+    mode = WHOLE if whole else RELATIVE if relative else PLAIN
+    e_ref = 127 if whole else max(es)
+    factor2, promote_bits = [], []
+    for b, e in zip(bits, es):
+        h = f16_pow2(e - e_ref)
+        factor2.append(h | (h << 16) if whole or relative else 0x3C003C00)
+        promote_bits.append(0x3F800000 if whole else max(es) << 23 if relative else b)
+    return mode, factor2, promote_bits
+
+
+# the lines the port follows
+assert "const int e_ref = whole ? 127 : e_max;" in SRC
+assert "f.factor2[j] = whole || relative ? (h | (h << 16)) : 0x3c003c00u;" in SRC
+assert "f.promote_bits[j] = whole ? 0x3f800000u : relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];" in SRC
+assert "f.mode = whole ? 0u : relative ? MODE_PER_COLUMN : MODE_PER_COLUMN | MODE_PER_SUBBLOCK;" in SRC
 
 
 def f32(bits: int) -> float:
     return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
 
 
+def p2(e: int) -> int:  # fp32 bits of 2^e
+    return int(np.array([2.0 ** e], dtype=np.float32).view(np.uint32)[0])
+
+
 def mul_f16(a: int, b: int) -> int:  # mul.rn.f16 on one half
     return f2h(float(np.float16(h2f(a)) * np.float16(h2f(b))))
+
+
+def mul_f16x2(a: int, b: int) -> int:  # mul.rn.f16x2
+    return mul_f16(a & 0xFFFF, b & 0xFFFF) | (mul_f16(a >> 16, b >> 16) << 16)
 
 
 # ---- the K order: producer stores, consumer fragments ----
@@ -108,35 +146,48 @@ def test_decode_every_byte():
 
 
 def scale_sets():
-    p2 = lambda e: int(np.array([2.0 ** e], dtype=np.float32).view(np.uint32)[0])
     bits = lambda x: int(np.array([x], dtype=np.float32).view(np.uint32)[0])
-    yield [p2(0)] * 4, True
-    yield [p2(-3), p2(-1), p2(-20), p2(-2)], True
-    yield [p2(10), p2(-13), p2(0), p2(5)], True          # spread 23: folds
-    yield [p2(10), p2(-14), p2(0), p2(5)], False         # spread 24
-    yield [p2(-126), p2(-126), p2(-110), p2(-126)], True
-    yield [p2(125), p2(120), p2(125), p2(110)], True
-    yield [p2(126), 0, 0, 0], False                      # 2^126 and zeros
-    yield [p2(0), bits(-1.0), p2(0), p2(0)], False
-    yield [p2(0), bits(1.5), p2(0), p2(0)], False
-    yield [p2(0), 1, p2(0), p2(0)], False                # subnormal
-    yield [p2(0), bits(float("inf")), p2(0), p2(0)], False
-    yield [p2(0), bits(float("nan")), p2(0), p2(0)], False
+    yield [p2(0)] * 4, WHOLE
+    yield [p2(-6)] * 4, WHOLE
+    yield [p2(-3), p2(-1), p2(-20), p2(-2)], WHOLE
+    yield [p2(-23)] * 4, WHOLE                           # the exponent edges
+    yield [p2(13)] * 4, WHOLE
+    yield [p2(-23), p2(13), p2(0), p2(-23)], WHOLE        # spread 36: whole does not need the spread
+    yield [p2(-24), p2(-1), p2(-2), p2(-3)], RELATIVE     # just past the edges
+    yield [p2(14), p2(0), p2(13), p2(5)], RELATIVE
+    yield [p2(-30)] * 4, RELATIVE
+    yield [p2(20), p2(-3), p2(0), p2(5)], RELATIVE        # spread 23
+    yield [p2(-126), p2(-126), p2(-110), p2(-126)], RELATIVE
+    yield [p2(125), p2(120), p2(125), p2(110)], RELATIVE
+    yield [p2(20), p2(-4), p2(0), p2(5)], PLAIN           # spread 24
+    yield [p2(126)] * 4, PLAIN                            # exponent field 253
+    yield [p2(126), 0, 0, 0], PLAIN                       # 2^126 and zeros
+    yield [p2(0), bits(-1.0), p2(0), p2(0)], PLAIN
+    yield [p2(0), bits(1.5), p2(0), p2(0)], PLAIN
+    yield [p2(0), 1, p2(0), p2(0)], PLAIN                 # subnormal
+    yield [p2(0), bits(float("inf")), p2(0), p2(0)], PLAIN
+    yield [p2(0), bits(float("nan")), p2(0), p2(0)], PLAIN
 
 
-@pytest.mark.parametrize("case", range(12))
+@pytest.mark.parametrize("case", range(len(list(scale_sets()))))
 def test_fold_is_the_dequantisation(case):
-    bits, want_ok = list(scale_sets())[case]
+    bits, want_mode = list(scale_sets())[case]
+    mode, factor2, promote_bits = fold_row(bits)
+    assert mode == want_mode
     for s in range(4):
-        ok, facs, ref = fold_row(bits)
-        fac = facs[s]
-        assert ok == want_ok
-        if ok:  # code * 2^d (fp16, exact for every code) * ref == code * scale, exactly
-            for code in range(16):
-                v = mul_f16(f2h(E2M1[code]), fac)
-                assert h2f(v) * f32(ref) == E2M1[code] * f32(bits[s]), (case, s, code)
-        else:
-            assert fac == 0x3C00  # plain codes; the consumer multiplies by the actual scale
+        fac = factor2[s]
+        assert fac >> 16 == fac & 0xFFFF  # both halves of the f16x2 multiply
+        if mode == PLAIN:  # plain codes; the consumer multiplies each sub-block by the actual scale
+            assert fac == 0x3C003C00 and promote_bits[s] == bits[s]
+            continue
+        # code * factor (fp16, exact for every code) * promote factor == code * scale, exactly
+        for code in range(16):
+            v = mul_f16(f2h(E2M1[code]), fac)
+            assert h2f(v) * f32(promote_bits[s]) == E2M1[code] * f32(bits[s]), (case, s, code)
+        if mode == WHOLE:  # B' carries the scale itself; nothing left to promote by
+            assert h2f(fac) == f32(bits[s]) and promote_bits[s] == 0x3F800000
+    if mode != PLAIN:  # one promote factor for the row: the per-column path reads sub-block 0's
+        assert len(set(promote_bits)) == 1
 
 
 @pytest.mark.parametrize("bn", BNS)
@@ -155,80 +206,169 @@ def test_producer_stores_where_the_consumers_k_order_reads(bn):
     assert len(seen) == bn * 128  # every logical element of the stage written once
 
 
-def test_one_stage_of_one_warp_is_the_definitions_sum():
-    """Rows g, g + 8 of a warp, 8 B rows, one 128-K stage: fragments from A's e4m3 bytes the way
-    the consumers read them, B from the producer's decoded, scaled, placed words, the MMA's
-    sum over logical K, then the promotion by a_scale * ref; against sum_k A * code * scale
-    (float64; the orders of addition differ, so equal to 1e-12)."""
-    gen = torch.Generator().manual_seed(3)
-    a_bytes = torch.randint(0, 256, (16, 128), generator=gen, dtype=torch.int64).to(torch.uint8)
-    a_bytes[(a_bytes & 0x7F) == 0x7F] = 0x3C  # no NaN operands
-    a = a_bytes.view(torch.float8_e4m3fn).double().numpy()
-    codes = torch.randint(0, 16, (8, 128), generator=gen).numpy()
-    exps = np.array([[-3, -1, -20, -2], [0, 0, 0, 0], [4, -9, 1, 2], [-30, -30, -30, -30],
-                     [1, 2, 3, 4], [-5, -5, -27, -5], [9, 0, -1, -14], [2, 2, 2, 2]])
-    scales = [[int(np.array([2.0 ** e], dtype=np.float32).view(np.uint32)[0]) for e in row] for row in exps]
-    sa = np.array([0.37 + r for r in range(16)])
-    want = (a * sa[:, None]) @ (np.array(E2M1)[codes] * (2.0 ** exps).repeat(32, axis=1)).T
-    # producer: B' [8, 128 logical] and ref per row
-    bq = np.zeros((8, 128))
-    ref = np.zeros(8)
-    for n in range(8):
+# ---- the raw ring: packed FP4 of a stage, BN rows x 4 sub-blocks of 16-byte chunks ----
+def raw_chunk_offset(row: int, q: int) -> int:
+    """Byte offset in a raw stage of the 16 bytes (32 codes) of row, sub-block q."""
+    return ((row // 32) * 4 + q) * 512 + (row % 32) * 16
+
+
+def raw_copy(p: int, i: int, k: int = 2048):
+    """Copy i of producer thread p: (shared byte offset in the raw stage, global byte offset of
+    its 16 bytes from the tile's first row's stage bytes, rows k / 2 bytes apart)."""
+    return (p & 3) * 512 + (p >> 2) * 16 + i * 2048, ((p >> 2) + 32 * i) * (k // 2) + (p & 3) * 16
+
+
+def raw_decode_read(s: int, lane: int, i: int) -> int:
+    """Shared byte offset in the raw stage producer thread (s, lane) decodes row lane + 32 i from."""
+    return s * 512 + lane * 16 + i * 2048
+
+
+def conflict_free(offsets) -> bool:
+    """A warp's 32 16-byte accesses in the fewest wavefronts: distinct 16-byte slots filling four
+    whole 128-byte lines, so no two lanes share a bank within a line's wavefront."""
+    slots = {o // 16 for o in offsets}
+    lines = {o // 128 for o in offsets}
+    return all(o % 16 == 0 for o in offsets) and len(slots) == 32 and len(lines) == 4
+
+
+RAW_SRC = [
+    "constexpr int ROWS = BN / 32;",
+    "static constexpr int RAW_CODE_BYTES = BN * BK / 2;",
+    "const uint32_t raw_copy = base + S::OFF_RAW + (p & 3) * 512 + (p >> 2) * 16;",
+    "const uint32_t raw = base + S::OFF_RAW + s * 512 + lane * 16;",
+    "const size_t src_row32 = static_cast<size_t>(32) * (k / 2);",
+    "(static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16;",
+    "for (int i = 0; i < ROWS; ++i) cp_async16(raw_copy + slot + i * 2048, src + i * src_row32 + st * 64);",
+    "uint4 codes = ld_shared16(slot_raw);",
+    "if (i + 1 < ROWS) codes = ld_shared16(slot_raw + (i + 1) * 2048);",
+    "const uint32_t raw_sc = base + S::OFF_RAW + S::RAW_CODE_BYTES + fold_r * 16;",
+]
+
+
+@pytest.mark.parametrize("bn", BNS)
+def test_raw_ring_copies_and_decode_reads_meet(bn):
+    """Thread p copies chunks c = p + 128 i (row c / 4, sub-block c % 4; four threads read one
+    row's 64 contiguous stage bytes) to the layout address of that chunk; thread (s, lane) reads
+    row lane + 32 i, sub-block s, at its layout address; the codes fill RAW_CODE_BYTES exactly
+    (the scales follow), and each warp's copies (8 rows x 4 sub-blocks) and decode reads (32 rows
+    of one sub-block) cover whole 128-byte lines."""
+    for line in RAW_SRC:
+        assert line in SRC, line
+    k, rows_per_thread = 2048, bn // 32
+    raw_code_bytes = bn * 128 // 2
+    copied = {}
+    for p in range(128):
+        for i in range(rows_per_thread):
+            dst, src = raw_copy(p, i, k)
+            c = p + 128 * i
+            row, q = c // 4, c % 4
+            assert src == row * (k // 2) + 16 * q  # sub-block q: bytes 16 q .. 16 q + 15 of the row's stage bytes
+            assert dst == raw_chunk_offset(row, q)
+            copied.setdefault((row, q), []).append(dst)
+    assert sorted(copied) == [(r, q) for r in range(bn) for q in range(4)]
+    assert all(len(v) == 1 for v in copied.values())
+    offsets = sorted(v[0] for v in copied.values())
+    assert offsets == list(range(0, raw_code_bytes, 16))  # the chunks tile [0, RAW_CODE_BYTES)
+    for s in range(4):
+        for i in range(rows_per_thread):
+            for lane in range(32):
+                assert raw_decode_read(s, lane, i) == raw_chunk_offset(lane + 32 * i, s)
+            assert conflict_free([raw_decode_read(s, lane, i) for lane in range(32)])
+    for warp in range(4):
+        for i in range(rows_per_thread):
+            assert conflict_free([raw_copy(32 * warp + lane, i, k)[0] for lane in range(32)])
+
+
+# the consumers' promotion paths the stage model follows: the stage's mode is the OR of its rows'
+assert "const uint32_t mode = warp_modes.x | warp_modes.y | warp_modes.z | warp_modes.w;" in SRC
+assert "if (!(mode & MODE_PER_SUBBLOCK)) {" in SRC
+assert "if (mode == 0u) {\n          promote_rows(acc, blk, sa0, sa1);" in SRC
+assert "promote(acc, blk, fac, sa0, sa1, t);" in SRC and "promote(acc, blk, fac + sub * BN * 4, sa0, sa1, t);" in SRC
+
+
+def stage_of_one_warp(a, sa, codes, bits):
+    """(stage mode, what the stage adds to acc) for rows g, g + 8 of a warp (A [16, 128 actual K],
+    a_scale sa [16]) against len(codes) weight rows, one 128-K stage. Producer: each row folded,
+    its packed bytes decoded, times the decode factor, placed at the consumers' logical K.
+    Consumers: every row whole: the eight k16 MMAs' sum times a_scale; per column only: times
+    a_scale * the column's promote factor (sub-block 0's); per sub-block: each 32-K sub-block
+    (steps 2 s, 2 s + 1) times a_scale * that sub-block's promote factor of the column."""
+    rows = len(codes)
+    bq = np.zeros((rows, 128))  # B' by logical stage K
+    promote = np.zeros((4, rows))  # fp32 [sub-block][row], as the producer writes them
+    mode = 0
+    for n in range(rows):
+        row_mode, factor2, promote_bits = fold_row(bits[n])
+        mode |= row_mode
         for s in range(4):
-            ok, facs, rbits = fold_row(scales[n])
-            fac = facs[s]
-            assert ok
-            ref[n] = f32(rbits)
+            promote[s, n] = f32(promote_bits[s])
             chunk = [sum(int(codes[n, 32 * s + 8 * t + 2 * i]) << (8 * i) | int(codes[n, 32 * s + 8 * t + 2 * i + 1]) << (8 * i + 4)
                          for i in range(4)) for t in range(4)]
             for t in range(4):
                 out = e2m1x8_to_f16x2x4(chunk[t])
                 for b in range(4):
                     h, qp = divmod(b, 2)
-                    word = mul_f16(out[b] & 0xFFFF, fac) | (mul_f16(out[b] >> 16, fac) << 16)
+                    word = mul_f16x2(out[b], factor2[s])
                     for e in range(2):
                         bq[n, consumer_logical_k(s, t, h, 2 * qp + e)] = h2f(word >> (16 * e))
     a_logical = consumer_a_by_logical_k(a)
-    blk = a_logical @ bq.T  # what the eight k16 MMAs sum
-    got = blk * (sa[:, None] * ref[None, :])
-    # the same products in another order of float64 additions: equal to rounding of the sum
+    if not mode & MODE_PER_SUBBLOCK:
+        blk = a_logical @ bq.T  # what the eight k16 MMAs sum
+        return mode, blk * sa[:, None] if mode == 0 else blk * (sa[:, None] * promote[0][None, :])
+    got = np.zeros((16, rows))
+    for s in range(4):  # logical K 32 s .. 32 s + 31
+        blk = a_logical[:, 32 * s: 32 * s + 32] @ bq[:, 32 * s: 32 * s + 32].T
+        got += blk * (sa[:, None] * promote[s][None, :])
+    return mode, got
+
+
+def a_operand(seed: int):
+    """A [16, 128] of random e4m3 bytes (no NaN) as float64."""
+    gen = torch.Generator().manual_seed(seed)
+    a_bytes = torch.randint(0, 256, (16, 128), generator=gen, dtype=torch.int64).to(torch.uint8)
+    a_bytes[(a_bytes & 0x7F) == 0x7F] = 0x3C
+    return a_bytes.view(torch.float8_e4m3fn).double().numpy(), gen
+
+
+@pytest.mark.parametrize("exps, want_mode", [
+    # every row's exponents inside [-23, 13]: the whole fold, promoted by a_scale only
+    ([[-3, -1, -20, -2], [0, 0, 0, 0], [4, -9, 1, 2], [-23, -23, -23, -23],
+      [1, 2, 3, 4], [13, -5, -23, -5], [9, 0, -1, -14], [2, 2, 2, 2]], WHOLE),
+    # rows 3 and 5 below 2^-23: relative, every column promoted by a_scale * its ref (1 for the whole rows)
+    ([[-3, -1, -20, -2], [0, 0, 0, 0], [4, -9, 1, 2], [-30, -30, -30, -30],
+      [1, 2, 3, 4], [-5, -5, -27, -5], [9, 0, -1, -14], [2, 2, 2, 2]], RELATIVE),
+])
+def test_one_stage_of_one_warp_is_the_definitions_sum(exps, want_mode):
+    """8 B rows of power-of-two scales, one 128-K stage, through the producer's fold and decode
+    and the consumers' promotion; against sum_k A * code * scale (float64; the orders of addition
+    differ, so equal to 1e-12)."""
+    a, gen = a_operand(3)
+    codes = torch.randint(0, 16, (8, 128), generator=gen).numpy()
+    exps = np.array(exps)
+    scales = [[p2(int(e)) for e in row] for row in exps]
+    sa = np.array([0.37 + r for r in range(16)])
+    want = (a * sa[:, None]) @ (np.array(E2M1)[codes] * (2.0 ** exps).repeat(32, axis=1)).T
+    mode, got = stage_of_one_warp(a, sa, codes, scales)
+    assert mode == want_mode
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
-    assert not np.array_equal(np.sign(blk), np.zeros_like(blk))
+    assert np.count_nonzero(got) > got.size // 2
 
 
 def test_unfolded_stage_is_the_definitions_sum():
-    """A stage holding a row that does not fold (scales 0.75 and 0 among powers of two): every
-    row's B is plain codes times 2^d (d = 0 for the unfolded row), each 32-K sub-block is k16
-    steps 2 s and 2 s + 1, promoted by its own factor (ref for folded rows, the actual scale for
-    the unfolded one); against sum_k A * code * scale."""
-    gen = torch.Generator().manual_seed(5)
-    a_bytes = torch.randint(0, 256, (16, 128), generator=gen, dtype=torch.int64).to(torch.uint8)
-    a_bytes[(a_bytes & 0x7F) == 0x7F] = 0x3C
-    a = a_bytes.view(torch.float8_e4m3fn).double().numpy()
-    codes = torch.randint(0, 16, (4, 128), generator=gen).numpy()
-    scale = np.array([[1.0, 0.5, 0.25, 2.0], [0.75, 1.0, 1.0, 0.0], [2.0 ** -3] * 4, [8.0, 2.0 ** -30, 1.0, 1.0]])
+    """A stage holding rows of all three modes (whole, plain for 0.75 and 0 or a spread of 33
+    binades, relative below 2^-23): every row's B is its codes times its decode factor, each 32-K
+    sub-block promoted by its own factor (1 for whole rows, ref for the relative one, the actual
+    scale for plain ones); against sum_k A * code * scale."""
+    a, gen = a_operand(5)
+    codes = torch.randint(0, 16, (5, 128), generator=gen).numpy()
+    scale = np.array([[1.0, 0.5, 0.25, 2.0], [0.75, 1.0, 1.0, 0.0], [2.0 ** -3] * 4, [8.0, 2.0 ** -30, 1.0, 1.0],
+                      [2.0 ** -30, 2.0 ** -8, 2.0 ** -25, 2.0 ** -12]])
     bits = [[int(np.array([x], dtype=np.float32).view(np.uint32)[0]) for x in row] for row in scale]
+    assert [fold_row(row)[0] for row in bits] == [WHOLE, PLAIN, WHOLE, PLAIN, RELATIVE]
     sa = np.array([1.0 + r / 4 for r in range(16)])
     want = (a * sa[:, None]) @ (np.array(E2M1)[codes] * scale.repeat(32, axis=1)).T
-    bq = np.zeros((4, 128))
-    factor = np.zeros((4, 4))  # [row, sub-block]
-    for n in range(4):
-        for s in range(4):
-            ok, facs, rbits = fold_row(bits[n])
-            fac = facs[s]
-            assert ok == (n in (0, 2))
-            factor[n, s] = f32(rbits) if ok else scale[n, s]
-            for t in range(4):
-                for b in range(4):
-                    h, qp = divmod(b, 2)
-                    for e in range(2):
-                        k = 32 * s + 8 * t + 2 * b + e
-                        bq[n, consumer_logical_k(s, t, h, 2 * qp + e)] = h2f(mul_f16(f2h(E2M1[codes[n, k]]), fac))
-    a_logical = consumer_a_by_logical_k(a)
-    got = np.zeros((16, 4))
-    for s in range(4):  # steps 2 s, 2 s + 1 = logical K 32 s .. 32 s + 31
-        blk = a_logical[:, 32 * s: 32 * s + 32] @ bq[:, 32 * s: 32 * s + 32].T
-        got += blk * (sa[:, None] * factor[None, :, s])
+    mode, got = stage_of_one_warp(a, sa, codes, bits)
+    assert mode == PLAIN
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
 
 
@@ -294,9 +434,9 @@ def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bn):
 @pytest.mark.parametrize("bn", BNS)
 def test_each_rows_fold_is_written_once_and_read_by_each_decoder(bn):
     """Producer thread (s, lane) folds row lane + 32 s where the tile has it and writes factor j of
-    it at [j][row] (the consumers' factors and the exchange alike); thread (s, lane) decodes rows
-    lane + 32 i, i < bn / 32, of sub-block s and reads [s][row]: each (sub-block, row) is written
-    by one thread and read by exactly one."""
+    it at [j][row] (the consumers' promote factors and the exchange's decode factors alike);
+    thread (s, lane) decodes rows lane + 32 i, i < bn / 32, of sub-block s and reads [s][row]:
+    each (sub-block, row) is written by one thread and read by exactly one."""
     written, read = {}, {}
     for s in range(4):
         for lane in range(32):
@@ -311,4 +451,5 @@ def test_each_rows_fold_is_written_once_and_read_by_each_decoder(bn):
     src = SRC[SRC.index("const int fold_r = lane + 32 * s;"):]
     assert "st_shared4(xchg + (j * BN + fold_r) * 4, f.factor2[j]);" in src
     assert "ld_shared4(xchg + (s * BN + lane + 32 * i) * 4)" in src
-    assert "st_shared4(fac + j * BN * 4, f.ok ? f.ref_bits : scale[j]);" in src
+    assert "st_shared4(fac + j * BN * 4, f.promote_bits[j]);" in src
+    assert "const uint32_t fac = base + S::OFF_FACTOR + (slot * (4 * BN) + fold_r) * 4;" in src
