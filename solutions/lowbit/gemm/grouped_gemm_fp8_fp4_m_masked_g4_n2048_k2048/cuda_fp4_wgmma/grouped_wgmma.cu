@@ -24,7 +24,7 @@
 // Data flow per tile (BM = 128 token rows, BN weight rows, one 128-K block a stage):
 //   producer warpgroup (warps 8-11; warp s handles sub-block s of every row, lane = row % 32):
 //       packed FP4 [BN, 64 B] and the rows' scales by cp.async into a raw ring RAW_STAGES deep
-//       -> fold -> fp16 (prmt decode, times 2^d) -> shared memory, 128-byte-swizzled
+//       -> fold -> fp16 (prmt decode, times the fold's factor) -> shared memory, 128-byte-swizzled
 //       K-major rows in the K order below, plus each row's per-sub-block promotion factor and
 //       each warp's fold mode bits; mbarrier full/empty handoff, STAGES deep;
 //   two consumer warpgroups (64 token rows each): A's e4m3 read from global one stage ahead
