@@ -1,10 +1,13 @@
 """Checks and times builds of the CUDA grouped kernel (graph replay, cold L2), for
 comparing kernel variants side by side on one GPU. Each LIB is a shared library built from
-grouped_wgmma.cu (with different -D flags, say), run at each tile width; the checks are the
-probe's (reference and float64 oracle) on its edge and serving-shaped cases.
-  python3 tools/time_wgmma_variants.py a.so b.so [--bns 128,64] [--no-check]"""
+grouped_wgmma.cu (with different -D flags, say), or a grouped_wgmma.cu that is built here first
+(all in parallel; tools/export_wgmma_revisions.sh writes git revisions' sources as such), run at
+each tile width; the checks are the probe's (reference and float64 oracle) on its edge and
+serving-shaped cases.
+  python3 tools/time_wgmma_variants.py a.so variants/main/grouped_wgmma.cu [--bns 128,64] [--no-check]"""
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -66,14 +69,34 @@ def grouped(libs, bns, check_results=True):
         print(f"| {name} | {bad} | {mg:.3f} | " + " | ".join(f"{x:.1f}" for x in times) + " |")
 
 
+def build(sources):
+    """Each .cu among sources built with nvcc (sm_90a, -O3) into /tmp, in parallel; the library
+    paths in order (a .so kept as given). The library is named after the source's folder."""
+    libs, jobs = [], []
+    for src in sources:
+        if not src.endswith(".cu"):
+            libs.append(src)
+            continue
+        lib = f"/tmp/{Path(src).resolve().parent.name}.so"
+        cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "--shared", "-Xcompiler",
+               "-fPIC", "-o", lib, src]
+        jobs.append((src, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+        libs.append(lib)
+    for src, job in jobs:
+        out, _ = job.communicate()
+        if job.returncode:
+            sys.exit(f"nvcc failed on {src}:\n{out}")
+    return libs
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("libs", nargs="+")
+    ap.add_argument("libs", nargs="+", help="shared libraries, or grouped_wgmma.cu files to build first")
     ap.add_argument("--bns", default="128,64", help="tile widths")
     ap.add_argument("--no-check", action="store_true", help="time only (ablation builds whose results are wrong)")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
-    grouped(args.libs, [int(x) for x in args.bns.split(",")], check_results=not args.no_check)
+    grouped(build(args.libs), [int(x) for x in args.bns.split(",")], check_results=not args.no_check)
 
 
 if __name__ == "__main__":
