@@ -453,3 +453,53 @@ def test_each_rows_fold_is_written_once_and_read_by_each_decoder(bn):
     assert "ld_shared4(xchg + (s * BN + lane + 32 * i) * 4)" in src
     assert "st_shared4(fac + j * BN * 4, f.promote_bits[j]);" in src
     assert "const uint32_t fac = base + S::OFF_FACTOR + (slot * (4 * BN) + fold_r) * 4;" in src
+
+
+# ---- the raw ring over tiles ----
+RAW_STAGES = const("RAW_STAGES")
+RING_SRC = [  # the lines raw_ring_conflicts follows
+    "const uint32_t gs0 = gs;",
+    "const uint32_t slot = ((gs0 + st) % RAW_STAGES) * RAW_BYTES;",
+    "for (int st = 0; st < RAW_STAGES - 1; ++st) {\n        if (st < KT) copy_stage(st);",
+    "const uint32_t slot_raw = raw + (gs % RAW_STAGES) * RAW_BYTES;  // gs = gs0 + it",
+    "if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);",
+]
+
+
+def raw_ring_conflicts(kt: int, tiles: int, slot_of):
+    """Copies that may land in a raw slot some producer warp may still read, over busy tiles of
+    kt stages: stage x is read between the producer barrier of x and that of x + 1. A copy issued
+    right after the barrier of x (for stage x + RAW_STAGES - 1) may meet readers of x; a tile's
+    first copies (its stages 0 .. RAW_STAGES - 2), issued by a warp done with the tile before
+    and ahead of the tile's first barrier, may meet readers of the stage before the tile (G - 1).
+    A copy's slot must differ from theirs, and each copy must not land before its slot's last
+    stage was read by everyone. slot_of(tile, stage in the tile) -> raw slot."""
+    bad = []
+    for tile in range(tiles):
+        for st in range(min(RAW_STAGES - 1, kt)):  # the tile's first copies
+            if tile and slot_of(tile, st) == slot_of(tile - 1, kt - 1):
+                bad.append((tile, st, "first copies"))
+        for it in range(kt):
+            st = it + RAW_STAGES - 1
+            if st < kt and slot_of(tile, st) == slot_of(tile, it):
+                bad.append((tile, st, "in the loop"))
+    # every stage's slot holds it from its copy until its last reader: between the copy of stage
+    # y and its reads, no other stage's copy lands in that slot
+    order = [(tile, st) for tile in range(tiles) for st in range(kt)]
+    for y, (tile, st) in enumerate(order):
+        for z in range(y + 1, min(y + RAW_STAGES, len(order))):  # copies issued before y is read
+            if slot_of(*order[z]) == slot_of(tile, st):
+                bad.append((tile, st, "overwritten before read"))
+    return bad
+
+
+@pytest.mark.parametrize("kt", [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17])
+def test_raw_ring_keeps_each_stage_until_read_across_tiles(kt):
+    """Raw slots counted over all tiles (gs0 + st) stay clear of every reader for any KT; counted
+    within the tile (st alone) they would not wherever KT % RAW_STAGES != 0 (the next tile's
+    first copies land in the slot of the tile's last stage, which a lagging warp still reads)."""
+    for line in RING_SRC:
+        assert line in SRC, line
+    assert raw_ring_conflicts(kt, 5, lambda tile, st: (tile * kt + st) % RAW_STAGES) == []
+    tile_local = raw_ring_conflicts(kt, 5, lambda tile, st: st % RAW_STAGES)
+    assert bool(tile_local) == (kt % RAW_STAGES != 0)

@@ -302,8 +302,12 @@ __global__ void __launch_bounds__(THREADS, 1)
       // one row's 64 contiguous bytes
       const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16;
       const float* sc_src = b_scale + (static_cast<size_t>(grp) * n + n0 + (folds ? fold_r : 0)) * (k / 32);
+      // raw slots count stages over all tiles: the next tile's first copies, issued before any
+      // barrier of that tile, then land in slots every warp is done with (those of the stages
+      // before the tile's last), whatever KT is
+      const uint32_t gs0 = gs;
       auto copy_stage = [&](int st) {  // stage st's codes (chunks p + 128 i), the scales of the row p folds
-        const uint32_t slot = (st % RAW_STAGES) * RAW_BYTES;
+        const uint32_t slot = ((gs0 + st) % RAW_STAGES) * RAW_BYTES;
 #pragma unroll
         for (int i = 0; i < ROWS; ++i) cp_async16(raw_copy + slot + i * 2048, src + i * src_row32 + st * 64);
         if (folds) cp_async16(raw_sc + slot, sc_src + 4 * st);
@@ -319,9 +323,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         // the fold's scales (this thread's own copy) are loaded before anything waits on them;
         // each row's codes while the row before is decoded: one warp a scheduler has no other
         // warp to hide a shared-memory load's latency behind
-        const uint32_t slot_raw = raw + (it % RAW_STAGES) * RAW_BYTES;
+        const uint32_t slot_raw = raw + (gs % RAW_STAGES) * RAW_BYTES;  // gs = gs0 + it
         uint4 sc = make_uint4(0u, 0u, 0u, 0u);
-        if (folds) sc = ld_shared16(raw_sc + (it % RAW_STAGES) * RAW_BYTES);
+        if (folds) sc = ld_shared16(raw_sc + (gs % RAW_STAGES) * RAW_BYTES);
         const Fold f = fold_row(sc);
         const int slot = gs % STAGES;
         mbar_wait(&empty[slot], ((gs / STAGES) & 1) ^ 1);
