@@ -1,5 +1,5 @@
 """Definition A's own solutions on a CUDA GPU, through their public entry point, at the
-definition's sizes (g 4, n = k = 2048): edge cases of masked_m and max_m, serving-shaped and
+definition's sizes (g 4, n = k = 2048), and through their generic entry at other k: edge cases of masked_m and max_m, serving-shaped and
 harness-shaped inputs, scheduling hints that are wrong, and one call captured in a CUDA graph.
 Tensors are allocated at their exact sizes, so compute-sanitizer's memcheck sees any read past
 an end (README, Development)."""
@@ -7,9 +7,11 @@ an end (README, Development)."""
 import pytest
 import torch
 
-from gpu_solutions import call, capture, check, check_calls, entry_point, needs_cuda, own_solutions, replay_on
-from lowbit_gemm.oracle import grouped_gemm_oracle
-from lowbit_gemm.testing import expected_m_hint, grouped_inputs, grouped_random_inputs, wide_b_scale
+from gpu_solutions import (OWN_AUTHOR, call, capture, check, check_calls, entry_point, needs_cuda, own_solutions,
+                           replay_on)
+from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle
+from lowbit_gemm.solutions import load_solution
+from lowbit_gemm.testing import expected_m_hint, grouped_inputs, grouped_random_inputs, nan_output, wide_b_scale
 
 pytestmark = needs_cuda
 triton = pytest.importorskip("triton")
@@ -108,3 +110,19 @@ def test_one_call_in_a_cuda_graph(name):
     for seed, mm in ((2, masked_m), (3, [5, 128, 64, 1])):
         replay_on(graph, inputs, make(max_m, mm, "quantized", seed=seed), c)
         check(c, inputs, oracle(inputs), DEF, f"{name} graph replay, seed {seed}")
+
+
+@pytest.mark.parametrize("name", SOLUTIONS)
+@pytest.mark.parametrize("k", [128, 384, 640, 2048 + 128])
+def test_k_that_is_no_multiple_of_512(name, k):
+    """The solutions' generic entry (grouped_gemm_fp8_fp4_masked) at k = 128 x 1, 3, 5, 17 with
+    more tiles than SMs, so each CTA crosses tile boundaries mid-way through a ring of stages
+    (the CUDA kernel's raw ring is 4 stages deep: k = 2048 alone never shows a boundary there)."""
+    mod = load_solution(DEF, OWN_AUTHOR, name)
+    max_m, n = 1024, 512
+    masked_m = [1024, 1000, 777, 1024]
+    inputs = tuple(t.cuda() for t in grouped_inputs(max_m, masked_m, n, k, seed=5)[:5])
+    c = nan_output((G, max_m, n), device="cuda")
+    mod.grouped_gemm_fp8_fp4_masked(*inputs, c)
+    torch.cuda.synchronize()
+    check_accuracy(c, grouped_gemm_oracle(*inputs).to(c.device), what=f"{name} k {k}")
