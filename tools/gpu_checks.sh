@@ -3,6 +3,8 @@
 # (the device tool's folder; ./gpu-logs elsewhere) and prints its exit code and last line.
 #   tools/gpu_checks.sh probe               # about 2 minutes
 #   tools/gpu_checks.sh tests memcheck racecheck
+#   tools/gpu_checks.sh variants            # variants/*/grouped_wgmma.cu (tools/export_wgmma_revisions.sh)
+#   tools/gpu_checks.sh sparse-tiles        # the sparse one-pass kernel's tile grid at small m
 set -u
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
@@ -25,6 +27,8 @@ for step in "$@"; do
                       python3 -m pytest -q tests/gpu -k "$SMALL" ;;
         racecheck) run_step racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
                        python3 -m pytest -q tests/gpu -k "$SMALL" ;;
-        *) echo "unknown step: $step (probe tests memcheck racecheck)"; exit 2 ;;
+        variants) run_step variants 400 python3 tools/time_wgmma_variants.py variants/*/grouped_wgmma.cu ;;
+        sparse-tiles) run_step sparse-tiles 300 python3 tools/sweep_sparse_tiles.py ;;
+        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles)"; exit 2 ;;
     esac
 done
