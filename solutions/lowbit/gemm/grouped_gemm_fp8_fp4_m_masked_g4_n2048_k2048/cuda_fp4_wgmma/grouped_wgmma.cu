@@ -156,11 +156,8 @@ __device__ __forceinline__ Fold fold_row(const uint4& sc) {
   return f;
 }
 
-// acc += blk * (a_scale * factor[col]), as the Triton solutions promote: acc[4 c + 0..1] at row g
-// (a_scale sa0), cols 8 c + 2 t, + 1; acc[4 c + 2..3] at row g + 8 (sa1). (a_scale * factor can
-// overflow only where a_scale * b_scale > 2^128, far from quantized data; multiplying blk first
-// avoids that but costs 50-100 bytes of spills in the consumers.)
-// acc += blk * a_scale: a stage whose rows all folded whole (B' carries the weight scales).
+// acc += blk * a_scale, a stage whose rows all folded whole (B' carries the weight scales):
+// acc[4 c + 0..1] at row g (a_scale sa0), acc[4 c + 2..3] at row g + 8 (sa1).
 template <int NACC>
 __device__ __forceinline__ void promote_rows(float (&acc)[NACC], const float (&blk)[NACC], float sa0, float sa1) {
 #pragma unroll
@@ -172,6 +169,10 @@ __device__ __forceinline__ void promote_rows(float (&acc)[NACC], const float (&b
   }
 }
 
+// acc += blk * (a_scale * factor[col]), as the Triton solutions promote: acc[4 c + 0..1] at row g
+// (a_scale sa0), cols 8 c + 2 t, + 1; acc[4 c + 2..3] at row g + 8 (sa1). (a_scale * factor can
+// overflow only where a_scale * b_scale > 2^128, far from quantized data; multiplying blk first
+// avoids that but costs 50-100 bytes of spills in the consumers.)
 template <int NACC>  // BN / 2 accumulators a thread
 __device__ __forceinline__ void promote(float (&acc)[NACC], const float (&blk)[NACC], uint32_t factor,
                                         float sa0, float sa1, int t) {
@@ -330,8 +331,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         const int slot = gs % STAGES;
         mbar_wait(&empty[slot], ((gs / STAGES) & 1) ^ 1);
         const uint32_t sb = base + slot * STAGE_BYTES;
-        // the folded row's factors: for the consumers (ref, or the actual scale where the row does
-        // not fold) and, through the exchange, for the producer threads that decode its sub-blocks
+        // the folded row's factors: for the consumers (1 for a whole fold, ref for a relative one,
+        // the actual scales for a plain row) and, through the exchange, for the producer threads
+        // that decode its sub-blocks
         const uint32_t xchg = base + S::OFF_XCHG + (gs & 1) * (4 * BN * 4);
         const uint32_t mode = folds ? f.mode : 0u;
         if (folds) {
