@@ -61,6 +61,22 @@ constexpr uint32_t MODE_PER_COLUMN = 1u, MODE_PER_SUBBLOCK = 2u;
 constexpr int SCHED_GROUPS = 64;  // groups whose tile counts a CTA keeps to hand out busy tiles first
 constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup's 128 threads
 
+// -DLOWBIT_STAGE_TRACE: clock64 stamps of CTA 0's first TRACE_STAGES pipeline stages, by the
+// producer's thread 0 (events 0-3, 8, 9) and consumer warpgroup 0's thread 0 (events 4-7), for
+// tools/trace_wgmma_stages.py to lay out which step of a stage waits on which.
+#ifdef LOWBIT_STAGE_TRACE
+constexpr int TRACE_STAGES = 64, TRACE_EVENTS = 10;
+__device__ long long g_stage_trace[TRACE_STAGES + 1][TRACE_EVENTS];  // row TRACE_STAGES: kernel start
+#define STAGE_TRACE(gs, ev, lead)                                                          \
+  do {                                                                                     \
+    if (blockIdx.x == 0 && threadIdx.x == (lead) && (gs) < TRACE_STAGES) g_stage_trace[gs][ev] = clock64(); \
+  } while (0)
+#else
+#define STAGE_TRACE(gs, ev, lead) \
+  do {                            \
+  } while (0)
+#endif
+
 // Shared memory of a CTA whose tiles are BN weight rows wide (128, or 64 where 128-wide tiles
 // leave SMs idle: the producer's decode per stage halves with BN).
 template <int BN>
@@ -250,6 +266,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     n0 = (j % tiles_n) * BN;
   };
 
+  STAGE_TRACE(0, 0, 0);  // the kernel's start (row TRACE_STAGES is written below)
+#ifdef LOWBIT_STAGE_TRACE
+  if (blockIdx.x == 0 && tid == 0) g_stage_trace[TRACE_STAGES][0] = g_stage_trace[0][0];
+#endif
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 128);
@@ -321,6 +341,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll 1
       for (int it = 0; it < KT; ++it) {
         cp_async_wait<RAW_STAGES - 2>();  // this thread's own copies of stage it have landed
+        STAGE_TRACE(gs, 0, 256);  // raw codes landed
         // the fold's scales (this thread's own copy) are loaded before anything waits on them;
         // each row's codes while the row before is decoded: one warp a scheduler has no other
         // warp to hide a shared-memory load's latency behind
@@ -330,6 +351,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         const Fold f = fold_row(sc);
         const int slot = gs % STAGES;
         mbar_wait(&empty[slot], ((gs / STAGES) & 1) ^ 1);
+        STAGE_TRACE(gs, 1, 256);  // folded, slot free
         const uint32_t sb = base + slot * STAGE_BYTES;
         // the folded row's factors: for the consumers (1 for a whole fold, ref for a relative one,
         // the actual scales for a plain row) and, through the exchange, for the producer threads
@@ -349,8 +371,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         // warps a stage behind, and rewritten only after the next), and every warp is done with
         // stage it - 1's raw slot, which the copies issued next overwrite
         asm volatile("bar.sync %0, %1;\n" ::"n"(PRODUCER_BARRIER), "n"(128) : "memory");
+        STAGE_TRACE(gs, 2, 256);  // factors written, the four warps met
         if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);
         cp_async_commit();
+        STAGE_TRACE(gs, 8, 256);  // next copies issued
         uint4 codes = ld_shared16(slot_raw);
         uint32_t factor2[ROWS];
 #pragma unroll
@@ -374,10 +398,12 @@ __global__ void __launch_bounds__(THREADS, 1)
             st_shared16(row_base + (chunk << 4), v);
           }
         }
+        STAGE_TRACE(gs, 9, 256);  // fp16 stores issued
         const uint32_t warp_mode = __reduce_or_sync(0xffffffffu, mode);
         if (lane == 0) flags[slot * 4 + s] = warp_mode;
         // generic-proxy stores, read next by the tensor cores (async proxy)
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        STAGE_TRACE(gs, 3, 256);  // decoded and fenced
         mbar_arrive(&full[slot]);
         ++gs;
       }
@@ -462,7 +488,9 @@ __global__ void __launch_bounds__(THREADS, 1)
       if (it + 1 < KT) load_a();
 
       const int slot = gs % STAGES;
+      STAGE_TRACE(gs, 4, 0);  // A converted, waits for B
       mbar_wait(&full[slot], (gs / STAGES) & 1);
+      STAGE_TRACE(gs, 5, 0);  // B there
       const uint32_t sb = base + slot * STAGE_BYTES;
       const uint32_t fac = base + S::OFF_FACTOR + slot * (4 * BN) * 4;  // fp32 [sub-block][row]
       const uint4 warp_modes = ld_shared16(base + S::OFF_FLAG + slot * 16);
@@ -476,6 +504,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int j = 0; j < 8; ++j) wgmma_dense(blk, frag[j], desc + (((j >> 2) * ATOM_BYTES + 32 * (j & 3)) >> 4), j > 0);
         wgmma_commit();
         wgmma_wait<0>();
+        STAGE_TRACE(gs, 6, 0);  // MMA done
         keep_f(blk);
 #pragma unroll
         for (int j = 0; j < 8; ++j) keep_u(frag[j]);
@@ -501,6 +530,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
         for (int j = 0; j < 8; ++j) keep_u(frag[j]);
       }
+      STAGE_TRACE(gs, 7, 0);  // promoted
       mbar_arrive(&empty[slot]);
       ++gs;
     }
@@ -555,6 +585,13 @@ int launch(const void* a_fp8, const void* a_scale, const void* b_fp4, const void
 // [g, max_m, k]; a_scale fp32 [g, max_m, k/128]; b_fp4 [g, n, k/2]; b_scale fp32 [g, n, k/32];
 // masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
 // 16-byte aligned; bn (tile width) 64 or 128, n % bn == 0, k % 128 == 0. Returns a cudaError_t code.
+#ifdef LOWBIT_STAGE_TRACE
+// The stamps of the last launch: long long [TRACE_STAGES + 1][TRACE_EVENTS] (module top).
+extern "C" int lowbit_stage_trace(long long* dst) {
+  return static_cast<int>(cudaMemcpyFromSymbol(dst, g_stage_trace, sizeof(g_stage_trace)));
+}
+#endif
+
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
                                     int bn, void* stream) {

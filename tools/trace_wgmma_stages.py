@@ -1,0 +1,72 @@
+"""Where one CTA's pipeline stage spends its cycles: builds the CUDA grouped kernel with
+-DLOWBIT_STAGE_TRACE (clock64 stamps of CTA 0's stages, grouped_wgmma.cu's top), runs one case
+and prints, per stage, the stamps of the producer's steps (EVENTS below) and of consumer
+warpgroup 0's (A converted, B there, MMA done, promoted) in cycles from the kernel's start, then
+the median of each step's length over the steady stages (2 onwards).
+  python3 tools/trace_wgmma_stages.py [MAX_M ROWS_PER_GROUP [BN [grouped_wgmma.cu]]]"""
+
+import ctypes
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import probe_grouped_wgmma as pg  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE_STAGES, TRACE_EVENTS = 64, 10
+# in the kernel's order of events; the producer's steps between them: raw codes landed -> its
+# fold and the slot wait -> slot free -> factors stored, named barrier -> met -> next copies ->
+# copies issued -> decode and fp16 stores -> stored -> mode flags, proxy fence -> fenced
+EVENTS = ("landed", "slot free", "met", "fenced", "A ready", "B there", "MMA done", "promoted", "copies issued",
+          "stored")
+
+
+def main():
+    max_m = int(sys.argv[1]) if len(sys.argv) > 1 else 64
+    rows = int(sys.argv[2]) if len(sys.argv) > 2 else 32
+    bn = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+    src = sys.argv[4] if len(sys.argv) > 4 else str(pg.CU)
+    lib_path = "/tmp/libgrouped_wgmma_trace.so"
+    if not Path(lib_path).exists() or Path(lib_path).stat().st_mtime < Path(src).stat().st_mtime:
+        subprocess.run(["nvcc", "-DLOWBIT_STAGE_TRACE", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17",
+                        "--shared", "-Xcompiler", "-fPIC", "-o", lib_path, src], check=True)
+    run = pg.watchdog_entry(lib_path)
+    read = ctypes.CDLL(lib_path).lowbit_stage_trace
+    inputs = pg.make(max_m, [rows] * pg.G)
+    c = torch.empty(pg.G, max_m, pg.N, dtype=torch.bfloat16, device="cuda")
+    for _ in range(3):
+        run(*inputs, c, bn=bn)
+    torch.cuda.synchronize()
+    buf = (ctypes.c_longlong * ((TRACE_STAGES + 1) * TRACE_EVENTS))()
+    if read(buf):
+        sys.exit("reading the trace failed")
+    start = buf[TRACE_STAGES * TRACE_EVENTS]
+    stages = []
+    for s in range(TRACE_STAGES):
+        row = [buf[s * TRACE_EVENTS + e] for e in range(TRACE_EVENTS)]
+        if row[3] == 0 and row[7] == 0:
+            break
+        stages.append([x - start if x else None for x in row])
+    print(f"{torch.cuda.get_device_name()}: max_m {max_m}, {rows} rows a group, BN {bn}; cycles from the kernel's start")
+    print("| stage | " + " | ".join(EVENTS) + " |")
+    print("|---" * (len(EVENTS) + 1) + "|")
+    for s, row in enumerate(stages):
+        print(f"| {s} | " + " | ".join("-" if x is None else str(x) for x in row) + " |")
+    steady = [r for r in stages[2:] if None not in r]
+    if steady:
+        steps = (("fold + slot wait", 0, 1), ("barrier", 1, 2), ("copies", 2, 8), ("decode + stores", 8, 9),
+                 ("flags + fence", 9, 3), ("fenced -> B there", 3, 5), ("consumer waits for B", 4, 5),
+                 ("MMA", 5, 6), ("promotion", 6, 7))
+        print("\nmedian over stages 2..: " + ", ".join(
+            f"{name} {statistics.median(r[b] - r[a] for r in steady):.0f}" for name, a, b in steps))
+        gaps = [b[3] - a[3] for a, b in zip(steady, steady[1:])]
+        if gaps:
+            print(f"stage to stage (fenced): median {statistics.median(gaps):.0f} cycles")
+
+
+if __name__ == "__main__":
+    main()
