@@ -5,6 +5,7 @@
 #   tools/gpu_checks.sh tests memcheck racecheck
 #   tools/gpu_checks.sh variants            # variants/*/grouped_wgmma.cu (tools/export_wgmma_revisions.sh)
 #   tools/gpu_checks.sh sparse-tiles        # the sparse one-pass kernel's tile grid at small m
+#   tools/gpu_checks.sh trace k-sweep       # where a stage's cycles go; fixed + per-stage time
 set -u
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
@@ -29,6 +30,8 @@ for step in "$@"; do
                        python3 -m pytest -q tests/gpu -k "$SMALL" ;;
         variants) run_step variants 400 python3 tools/time_wgmma_variants.py variants/*/grouped_wgmma.cu ;;
         sparse-tiles) run_step sparse-tiles 300 python3 tools/sweep_sparse_tiles.py ;;
-        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles)"; exit 2 ;;
+        trace) run_step trace 200 bash -c "python3 tools/trace_wgmma_stages.py 64 32 64 && python3 tools/trace_wgmma_stages.py 512 512 128" ;;
+        k-sweep) run_step k-sweep 300 python3 tools/k_sweep_wgmma.py variants/*/grouped_wgmma.cu ;;
+        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles trace k-sweep)"; exit 2 ;;
     esac
 done
