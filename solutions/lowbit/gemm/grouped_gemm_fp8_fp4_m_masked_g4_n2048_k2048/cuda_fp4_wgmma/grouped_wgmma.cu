@@ -63,15 +63,23 @@ constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup'
 
 // -DLOWBIT_STAGE_TRACE: clock64 stamps of CTA 0's first TRACE_STAGES pipeline stages, by the
 // producer's thread 0 (events 0-3, 8, 9) and consumer warpgroup 0's thread 0 (events 4-7), for
-// tools/trace_wgmma_stages.py to lay out which step of a stage waits on which.
+// tools/trace_wgmma_stages.py to lay out which step of a stage waits on which; row
+// TRACE_STAGES holds the kernel's start. The plain build compiles the stamps away.
 #ifdef LOWBIT_STAGE_TRACE
 constexpr int TRACE_STAGES = 64, TRACE_EVENTS = 10;
-__device__ long long g_stage_trace[TRACE_STAGES + 1][TRACE_EVENTS];  // row TRACE_STAGES: kernel start
-#define STAGE_TRACE(gs, ev, lead)                                                          \
-  do {                                                                                     \
-    if (blockIdx.x == 0 && threadIdx.x == (lead) && (gs) < TRACE_STAGES) g_stage_trace[gs][ev] = clock64(); \
+__device__ long long g_stage_trace[TRACE_STAGES + 1][TRACE_EVENTS];
+#define STAGE_TRACE(gs, ev, lead)                                                                   \
+  do {                                                                                              \
+    if (blockIdx.x == 0 && (lead) && (gs) < TRACE_STAGES) g_stage_trace[gs][ev] = clock64(); \
+  } while (0)
+#define STAGE_TRACE_START()                                                                         \
+  do {                                                                                              \
+    if (blockIdx.x == 0 && threadIdx.x == 0) g_stage_trace[TRACE_STAGES][0] = clock64();            \
   } while (0)
 #else
+#define STAGE_TRACE_START() \
+  do {                      \
+  } while (0)
 #define STAGE_TRACE(gs, ev, lead) \
   do {                            \
   } while (0)
@@ -266,10 +274,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     n0 = (j % tiles_n) * BN;
   };
 
-  STAGE_TRACE(0, 0, 0);  // the kernel's start (row TRACE_STAGES is written below)
-#ifdef LOWBIT_STAGE_TRACE
-  if (blockIdx.x == 0 && tid == 0) g_stage_trace[TRACE_STAGES][0] = g_stage_trace[0][0];
-#endif
+  STAGE_TRACE_START();
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 128);
@@ -341,7 +346,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll 1
       for (int it = 0; it < KT; ++it) {
         cp_async_wait<RAW_STAGES - 2>();  // this thread's own copies of stage it have landed
-        STAGE_TRACE(gs, 0, 256);  // raw codes landed
+        STAGE_TRACE(gs, 0, p == 0);  // raw codes landed
         // the fold's scales (this thread's own copy) are loaded before anything waits on them;
         // each row's codes while the row before is decoded: one warp a scheduler has no other
         // warp to hide a shared-memory load's latency behind
@@ -351,7 +356,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         const Fold f = fold_row(sc);
         const int slot = gs % STAGES;
         mbar_wait(&empty[slot], ((gs / STAGES) & 1) ^ 1);
-        STAGE_TRACE(gs, 1, 256);  // folded, slot free
+        STAGE_TRACE(gs, 1, p == 0);  // folded, slot free
         const uint32_t sb = base + slot * STAGE_BYTES;
         // the folded row's factors: for the consumers (1 for a whole fold, ref for a relative one,
         // the actual scales for a plain row) and, through the exchange, for the producer threads
@@ -371,10 +376,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         // warps a stage behind, and rewritten only after the next), and every warp is done with
         // stage it - 1's raw slot, which the copies issued next overwrite
         asm volatile("bar.sync %0, %1;\n" ::"n"(PRODUCER_BARRIER), "n"(128) : "memory");
-        STAGE_TRACE(gs, 2, 256);  // factors written, the four warps met
+        STAGE_TRACE(gs, 2, p == 0);  // factors written, the four warps met
         if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);
         cp_async_commit();
-        STAGE_TRACE(gs, 8, 256);  // next copies issued
+        STAGE_TRACE(gs, 8, p == 0);  // next copies issued
         uint4 codes = ld_shared16(slot_raw);
         uint32_t factor2[ROWS];
 #pragma unroll
@@ -398,12 +403,12 @@ __global__ void __launch_bounds__(THREADS, 1)
             st_shared16(row_base + (chunk << 4), v);
           }
         }
-        STAGE_TRACE(gs, 9, 256);  // fp16 stores issued
+        STAGE_TRACE(gs, 9, p == 0);  // fp16 stores issued
         const uint32_t warp_mode = __reduce_or_sync(0xffffffffu, mode);
         if (lane == 0) flags[slot * 4 + s] = warp_mode;
         // generic-proxy stores, read next by the tensor cores (async proxy)
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        STAGE_TRACE(gs, 3, 256);  // decoded and fenced
+        STAGE_TRACE(gs, 3, p == 0);  // decoded and fenced
         mbar_arrive(&full[slot]);
         ++gs;
       }
@@ -488,9 +493,9 @@ __global__ void __launch_bounds__(THREADS, 1)
       if (it + 1 < KT) load_a();
 
       const int slot = gs % STAGES;
-      STAGE_TRACE(gs, 4, 0);  // A converted, waits for B
+      STAGE_TRACE(gs, 4, tid == 0);  // A converted, waits for B
       mbar_wait(&full[slot], (gs / STAGES) & 1);
-      STAGE_TRACE(gs, 5, 0);  // B there
+      STAGE_TRACE(gs, 5, tid == 0);  // B there
       const uint32_t sb = base + slot * STAGE_BYTES;
       const uint32_t fac = base + S::OFF_FACTOR + slot * (4 * BN) * 4;  // fp32 [sub-block][row]
       const uint4 warp_modes = ld_shared16(base + S::OFF_FLAG + slot * 16);
@@ -504,7 +509,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int j = 0; j < 8; ++j) wgmma_dense(blk, frag[j], desc + (((j >> 2) * ATOM_BYTES + 32 * (j & 3)) >> 4), j > 0);
         wgmma_commit();
         wgmma_wait<0>();
-        STAGE_TRACE(gs, 6, 0);  // MMA done
+        STAGE_TRACE(gs, 6, tid == 0);  // MMA done
         keep_f(blk);
 #pragma unroll
         for (int j = 0; j < 8; ++j) keep_u(frag[j]);
@@ -530,7 +535,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
         for (int j = 0; j < 8; ++j) keep_u(frag[j]);
       }
-      STAGE_TRACE(gs, 7, 0);  // promoted
+      STAGE_TRACE(gs, 7, tid == 0);  // promoted
       mbar_arrive(&empty[slot]);
       ++gs;
     }
