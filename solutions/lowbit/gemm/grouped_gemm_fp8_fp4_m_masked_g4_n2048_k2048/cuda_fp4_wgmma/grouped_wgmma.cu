@@ -586,10 +586,6 @@ int launch(const void* a_fp8, const void* a_scale, const void* b_fp4, const void
 
 }  // namespace
 
-// c[g, r] for r < clamp(masked_m[g], 0, max_m), zeros below (module comment). a_fp8 e4m3
-// [g, max_m, k]; a_scale fp32 [g, max_m, k/128]; b_fp4 [g, n, k/2]; b_scale fp32 [g, n, k/32];
-// masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
-// 16-byte aligned; bn (tile width) 64 or 128, n % bn == 0, k % 128 == 0. Returns a cudaError_t code.
 #ifdef LOWBIT_STAGE_TRACE
 // The stamps of the last launch: long long [TRACE_STAGES + 1][TRACE_EVENTS] (module top).
 extern "C" int lowbit_stage_trace(long long* dst) {
@@ -597,6 +593,10 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 }
 #endif
 
+// c[g, r] for r < clamp(masked_m[g], 0, max_m), zeros below (module comment). a_fp8 e4m3
+// [g, max_m, k]; a_scale fp32 [g, max_m, k/128]; b_fp4 [g, n, k/2]; b_scale fp32 [g, n, k/32];
+// masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
+// 16-byte aligned; bn (tile width) 64 or 128, n % bn == 0, k % 128 == 0. Returns a cudaError_t code.
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
                                     int bn, void* stream) {
