@@ -16,7 +16,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import probe_grouped_wgmma as pg  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 TRACE_STAGES, TRACE_EVENTS = 64, 10
 # in the kernel's order of events; the producer's steps between them: raw codes landed -> its
 # fold and the slot wait -> slot free -> factors stored, named barrier -> met -> next copies ->
