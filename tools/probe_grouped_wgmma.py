@@ -25,14 +25,20 @@ CU = ROOT / "solutions/lowbit/gemm" / DEF / "cuda_fp4_wgmma/grouped_wgmma.cu"
 G, N, K = 4, 2048, 2048
 
 
+def nvcc_command(src, lib, *defines):
+    """The nvcc line that builds grouped_wgmma.cu (or a variant of it) into a shared library
+    for ctypes, as the solution's build does (sm_90a, -O3), with -D flags added."""
+    return (["nvcc", *(f"-D{d}" for d in defines), "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17",
+             "--shared", "-Xcompiler", "-fPIC", "-o", str(lib), str(src)])
+
+
 def watchdog_entry(path: str):
     """A -DLOWBIT_WATCHDOG build: the given one if it loads here, else built with nvcc."""
     try:
         lib = ctypes.CDLL(path)
     except OSError:
         path = "/tmp/libgrouped_wgmma_watchdog.so"
-        cmd = ["nvcc", "-DLOWBIT_WATCHDOG", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "--shared",
-               "-Xcompiler", "-fPIC", "-o", path, str(CU)]
+        cmd = nvcc_command(CU, path, "LOWBIT_WATCHDOG")
         print("building:", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
         lib = ctypes.CDLL(path)

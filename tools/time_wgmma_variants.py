@@ -78,8 +78,7 @@ def build(sources):
             libs.append(src)
             continue
         lib = f"/tmp/{Path(src).resolve().parent.name}.so"
-        cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "--shared", "-Xcompiler",
-               "-fPIC", "-o", lib, src]
+        cmd = pg.nvcc_command(src, lib)
         jobs.append((src, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
         libs.append(lib)
     for src, job in jobs:

@@ -31,8 +31,7 @@ def main():
     src = sys.argv[4] if len(sys.argv) > 4 else str(pg.CU)
     lib_path = "/tmp/libgrouped_wgmma_trace.so"
     if not Path(lib_path).exists() or Path(lib_path).stat().st_mtime < Path(src).stat().st_mtime:
-        subprocess.run(["nvcc", "-DLOWBIT_STAGE_TRACE", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17",
-                        "--shared", "-Xcompiler", "-fPIC", "-o", lib_path, src], check=True)
+        subprocess.run(pg.nvcc_command(src, lib_path, "LOWBIT_STAGE_TRACE"), check=True)
     run = pg.watchdog_entry(lib_path)
     read = ctypes.CDLL(lib_path).lowbit_stage_trace
     inputs = pg.make(max_m, [rows] * pg.G)
