@@ -6,6 +6,7 @@ the median of each step's length over the steady stages (2 onwards).
   python3 tools/trace_wgmma_stages.py [MAX_M ROWS_PER_GROUP [BN [grouped_wgmma.cu]]]"""
 
 import ctypes
+import hashlib
 import statistics
 import subprocess
 import sys
@@ -29,7 +30,8 @@ def main():
     rows = int(sys.argv[2]) if len(sys.argv) > 2 else 32
     bn = int(sys.argv[3]) if len(sys.argv) > 3 else 64
     src = sys.argv[4] if len(sys.argv) > 4 else str(pg.CU)
-    lib_path = "/tmp/libgrouped_wgmma_trace.so"
+    # one build per source, so that traces of several revisions in one session do not share a library
+    lib_path = f"/tmp/libgrouped_wgmma_trace_{hashlib.sha1(str(Path(src).resolve()).encode()).hexdigest()[:12]}.so"
     if not Path(lib_path).exists() or Path(lib_path).stat().st_mtime < Path(src).stat().st_mtime:
         subprocess.run(pg.nvcc_command(src, lib_path, "LOWBIT_STAGE_TRACE"), check=True)
     run = pg.watchdog_entry(lib_path)
