@@ -37,7 +37,9 @@ def test_cpu_tensors_are_refused_as_not_hopper():
         main.run(*inputs())
 
 
-@pytest.mark.parametrize("rows, bn", [(1, 64), (128, 64), (129, 128), (512, 128), (4096, 128)])
-def test_tile_width_by_the_tiles_that_hold_rows(rows, bn):
-    # 4 groups x 16 column tiles of 128: 64-wide tiles while those still fit one wave of SMs
-    assert main.tile_width(4, rows, 2048) == bn
+@pytest.mark.parametrize("rows, tile", [(1, (128, 64)), (128, (128, 64)), (129, (256, 64)), (512, (256, 64)),
+                                        (4096, (256, 64))])
+def test_tile_by_the_tiles_that_hold_rows(rows, tile):
+    # 4 groups x 16 column tiles of 128: 128 x 64 tiles while those still fit one wave of SMs
+    assert main.tile_shape(4, rows, 2048) == tile
+    assert tile in main.TILES

@@ -41,8 +41,10 @@ WHOLE_E_MIN, WHOLE_E_MAX = const("WHOLE_E_MIN"), const("WHOLE_E_MAX")
 MODE_PER_COLUMN, MODE_PER_SUBBLOCK = const("MODE_PER_COLUMN"), const("MODE_PER_SUBBLOCK")
 WHOLE, RELATIVE, PLAIN = 0, MODE_PER_COLUMN, MODE_PER_COLUMN | MODE_PER_SUBBLOCK  # a row's fold modes
 assert (WHOLE_E_MIN, WHOLE_E_MAX, MAX_SPREAD) == (127 - 23, 127 + 13, 23)  # the edges scale_sets and the stages test
-BNS = sorted({int(x) for x in re.findall(r"launch<(\d+)>\(", SRC)})  # the tile widths the entry launches
-assert BNS == [64, 128]
+# the tiles the entry launches: launch<BN, MH> is BM = 128 MH token rows x BN weight rows
+TILES = sorted({(128 * int(mh), int(bn)) for bn, mh in re.findall(r"launch<(\d+), (\d+)>\(", SRC)})
+assert TILES == [(128, 64), (128, 128), (256, 64)]
+BNS = sorted({bn for _, bn in TILES})
 BN = 128  # the width the one-stage tests model
 
 
@@ -282,8 +284,9 @@ def test_raw_ring_copies_and_decode_reads_meet(bn):
 # the consumers' promotion paths the stage model follows: the stage's mode is the OR of its rows'
 assert "const uint32_t mode = warp_modes.x | warp_modes.y | warp_modes.z | warp_modes.w;" in SRC
 assert "if (!(mode & MODE_PER_SUBBLOCK)) {" in SRC
-assert "if (mode == 0u) {\n          promote_rows(acc, blk, sa0, sa1);" in SRC
-assert "promote(acc, blk, fac, sa0, sa1, t);" in SRC and "promote(acc, blk, fac + sub * BN * 4, sa0, sa1, t);" in SRC
+assert "if (mode == 0u) {\n            promote_rows(acc[h], blk[h], sa0[h], sa1[h]);" in SRC
+assert "promote(acc[h], blk[h], fac, sa0[h], sa1[h], t);" in SRC
+assert "promote(acc[h], blk[h], fac + sub * BN * 4, sa0[h], sa1[h], t);" in SRC
 
 
 def stage_of_one_warp(a, sa, codes, bits):
@@ -409,17 +412,19 @@ def tile_list(masked_m, max_m: int, n: int, bn: int, bm: int = 128):
     return out
 
 
-@pytest.mark.parametrize("masked_m, max_m, bn", [
-    ([141, 248, 152, 150], 4096, 128), ([0, 256, 0, 0], 256, 64), ([-7, 300, 0, 100], 256, 64),
-    ([200, 143, 67, 1], 200, 64), ([512] * 4, 512, 128), ([0] * 4, 256, 128), ([1, 1, 0, 1], 1, 64),
-    ([(37 * i) % 300 for i in range(SCHED_GROUPS)], 256, 64),  # exactly SCHED_GROUPS groups: still listed
-    (list(range(0, 70 * 37, 37)), 2048, 128),  # 70 groups: more than SCHED_GROUPS, the plain order
+@pytest.mark.parametrize("masked_m, max_m, bm, bn", [
+    ([141, 248, 152, 150], 4096, 128, 128), ([0, 256, 0, 0], 256, 128, 64), ([-7, 300, 0, 100], 256, 128, 64),
+    ([200, 143, 67, 1], 200, 128, 64), ([512] * 4, 512, 128, 128), ([0] * 4, 256, 128, 128), ([1, 1, 0, 1], 1, 128, 64),
+    ([(37 * i) % 300 for i in range(SCHED_GROUPS)], 256, 128, 64),  # exactly SCHED_GROUPS groups: still listed
+    (list(range(0, 70 * 37, 37)), 2048, 128, 128),  # 70 groups: more than SCHED_GROUPS, the plain order
+    ([512] * 4, 512, 256, 64), ([1536, 1600, 1480, 1550], 2048, 256, 64), ([200, 143, 67, 1], 200, 256, 64),
+    ([141, 248, 152, 150], 4096, 256, 64), (list(range(0, 70 * 37, 37)), 2048, 256, 64),
 ])
-def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bn):
+def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bm, bn):
     n, sms = 2048, 132
-    tiles = tile_list(masked_m, max_m, n, bn)
-    m_tiles = -(-max_m // 128)
-    everything = {(g, m * 128, c * bn) for g in range(len(masked_m)) for m in range(m_tiles) for c in range(n // bn)}
+    tiles = tile_list(masked_m, max_m, n, bn, bm)
+    m_tiles = -(-max_m // bm)
+    everything = {(g, m * bm, c * bn) for g in range(len(masked_m)) for m in range(m_tiles) for c in range(n // bn)}
     assert len(tiles) == len(everything) and set(tiles) == everything
     rows = [min(max(v, 0), max_m) for v in masked_m]
     holds = [m0 < rows[g] for g, m0, _ in tiles]
@@ -429,6 +434,18 @@ def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bn):
         grid = min(len(tiles), sms)
         per_cta = [sum(holds[c::grid]) for c in range(grid)]
         assert max(per_cta) - min(per_cta) <= 1
+
+
+# the consumers' rows: warpgroup wg, warp, lane group g hold rows row0 + 128 h and + 8 of each half h
+assert "const int row0 = m0 + wg * 64 + warp * 16 + g;" in SRC
+assert SRC.count("const int r0 = row0 + 128 * h, r1 = r0 + 8;") == 2  # A pointers, epilogue
+
+
+@pytest.mark.parametrize("bm", sorted({bm for bm, _ in TILES}))
+def test_consumer_rows_cover_the_tile_once(bm):
+    rows = [64 * wg + 16 * warp + g + 128 * h + 8 * e
+            for wg in range(2) for warp in range(4) for g in range(8) for h in range(bm // 128) for e in range(2)]
+    assert sorted(rows) == list(range(bm))
 
 
 @pytest.mark.parametrize("bn", BNS)

@@ -4,7 +4,7 @@ time = fixed + stages x per-stage. A per-stage cost far above the MMA's (about 0
 128 x 128 x 128 stage on an H200) says the pipeline, not the tensor cores, sets the pace; the
 fixed part beside the floor (a 4-byte memset under the same timer) says what launch, prologue and
 epilogue cost.
-  python3 tools/k_sweep_wgmma.py variants/main/grouped_wgmma.cu lib.so [--bns 128,64]"""
+  python3 tools/k_sweep_wgmma.py variants/main/grouped_wgmma.cu lib.so [--tiles 128x128,128x64,256x64]"""
 
 import argparse
 import sys
@@ -33,25 +33,25 @@ def fit(ks, times):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("libs", nargs="+")
-    ap.add_argument("--bns", default="128,64")
+    ap.add_argument("--tiles", default="128x128,128x64,256x64")
     args = ap.parse_args()
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")
     floor = time_call(lambda t: t.zero_(), [tiny], l2_bytes=60 << 20, reps=10).median_us
     print(f"{torch.cuda.get_device_name()} torch {torch.__version__}; floor (4-byte memset) {floor:.1f} us")
-    print("| lib | BN | shape | " + " | ".join(f"k {k}" for k in KS) + " | fixed us | us / stage |")
+    print("| lib | tile | shape | " + " | ".join(f"k {k}" for k in KS) + " | fixed us | us / stage |")
     print("|---|---|---|" + "---|" * len(KS) + "---|---|")
     for lib in build(args.libs):
         run = pg.watchdog_entry(lib)
-        for bn in (int(x) for x in args.bns.split(",")):
+        for tile in args.tiles.split(","):
             for label, max_m, masked_m in SHAPES:
                 times = []
                 for k in KS:
                     inputs = tuple(t.cuda() for t in grouped_inputs(max_m, masked_m, pg.N, k, seed=1)[:5])
                     c = torch.empty(pg.G, max_m, pg.N, dtype=torch.bfloat16, device="cuda")
-                    times.append(time_call(lambda *a, bn=bn: run(*a, bn=bn), [*inputs, c], l2_bytes=60 << 20,
+                    times.append(time_call(lambda *a, tile=tile: run(*a, tile=tile), [*inputs, c], l2_bytes=60 << 20,
                                            reps=10).median_us)
                 fixed, per = fit(KS, times)
-                print(f"| {Path(lib).stem} | {bn} | {label} | " + " | ".join(f"{t:.1f}" for t in times)
+                print(f"| {Path(lib).stem} | {tile} | {label} | " + " | ".join(f"{t:.1f}" for t in times)
                       + f" | {fixed:.1f} | {per:.3f} |", flush=True)
 
 

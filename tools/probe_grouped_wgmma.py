@@ -32,6 +32,12 @@ def nvcc_command(src, lib, *defines):
              "--shared", "-Xcompiler", "-fPIC", "-o", str(lib), str(src)])
 
 
+def parse_tile(tile: str):
+    """'256x64' -> (256, 64): token rows x weight rows of the kernel's tile."""
+    bm, bn = (int(x) for x in tile.split("x"))
+    return bm, bn
+
+
 def watchdog_entry(path: str):
     """A -DLOWBIT_WATCHDOG build: the given one if it loads here, else built with nvcc."""
     try:
@@ -43,12 +49,13 @@ def watchdog_entry(path: str):
         subprocess.run(cmd, check=True)
         lib = ctypes.CDLL(path)
     f = lib.lowbit_grouped_wgmma
-    f.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 5 + [ctypes.c_void_p]
+    f.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p]
     f.restype = ctypes.c_int
 
-    def run(a, a_s, b, b_s, mm, c, bn=128):
+    def run(a, a_s, b, b_s, mm, c, tile="128x128"):
+        bm, bn = parse_tile(tile)
         err = f(a.data_ptr(), a_s.data_ptr(), b.data_ptr(), b_s.data_ptr(), mm.data_ptr(), int(mm.dtype == torch.int64),
-                c.data_ptr(), a.shape[0], a.shape[1], b.shape[1], a.shape[2], bn, torch.cuda.current_stream().cuda_stream)
+                c.data_ptr(), a.shape[0], a.shape[1], b.shape[1], a.shape[2], bm, bn, torch.cuda.current_stream().cuda_stream)
         if err:
             raise RuntimeError(f"CUDA error {err}")
         return c

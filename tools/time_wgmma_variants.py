@@ -4,7 +4,7 @@ grouped_wgmma.cu (with different -D flags, say), or a grouped_wgmma.cu that is b
 (all in parallel; tools/export_wgmma_revisions.sh writes git revisions' sources as such), run at
 each tile width; the checks are the probe's (reference and float64 oracle) on its edge and
 serving-shaped cases.
-  python3 tools/time_wgmma_variants.py a.so variants/main/grouped_wgmma.cu [--bns 128,64] [--no-check]"""
+  python3 tools/time_wgmma_variants.py a.so variants/main/grouped_wgmma.cu [--tiles 128x128,256x64] [--no-check]"""
 
 import argparse
 import subprocess
@@ -29,7 +29,7 @@ def check(c, ref, o64):
     return bad, margin(c, o64)
 
 
-def grouped(libs, bns, check_results=True):
+def grouped(libs, tiles, check_results=True):
     ref_fn = load_reference(pg.DEF)
     checks = [("max_m_1", 1, [1, 1, 0, 1], "quantized"), ("rows_1_63_65_128", 128, [1, 63, 65, 128], "quantized"),
               ("out_of_range", 256, [-7, 300, 0, 100], "quantized"), ("odd_max_m_41", 41, [41, 17, -1, 30], "quantized"),
@@ -41,11 +41,11 @@ def grouped(libs, bns, check_results=True):
               ("2048 ~75 %", 2048, [1536, 1600, 1480, 1550]), ("4096 ~20", 4096, [20, 14, 26, 23]), ("4096 ~170", 4096, [141, 248, 152, 150]),
               ("4096 ~870", 4096, [870, 900, 850, 880]), ("512 outliers", 512, [512] * 4)]
     table = []
-    for lib, bn in [(lib, bn) for lib in libs for bn in bns]:
+    for lib, tile in [(lib, tile) for lib in libs for tile in tiles]:
         f = pg.watchdog_entry(str(lib))
 
-        def run(*args, f=f, bn=bn):
-            return f(*args, bn=bn)
+        def run(*args, f=f, tile=tile):
+            return f(*args, tile=tile)
         worst, bad_all = 0.0, 0
         for cid, max_m, masked_m, how in checks if check_results else []:
             inputs = pg.make(max_m, masked_m, how)
@@ -62,7 +62,7 @@ def grouped(libs, bns, check_results=True):
             inputs = pg.make(max_m, masked_m, "outliers" if "outliers" in label else "quantized")
             c = torch.empty(pg.G, max_m, pg.N, dtype=torch.bfloat16, device="cuda")
             times.append(float("nan") if bad_all else time_call(run, [*inputs, c], l2_bytes=60 << 20, reps=10).median_us)
-        table.append((f"{Path(lib).stem} BN {bn}", bad_all, worst, times))
+        table.append((f"{Path(lib).stem} {tile}", bad_all, worst, times))
         print(table[-1], flush=True)
     print("\n| lib | bad | margin | " + " | ".join(s[0] for s in shapes) + " |")
     for name, bad, mg, times in table:
@@ -91,11 +91,11 @@ def build(sources):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("libs", nargs="+", help="shared libraries, or grouped_wgmma.cu files to build first")
-    ap.add_argument("--bns", default="128,64", help="tile widths")
+    ap.add_argument("--tiles", default="128x128,128x64,256x64", help="tiles, token rows x weight rows")
     ap.add_argument("--no-check", action="store_true", help="time only (ablation builds whose results are wrong)")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
-    grouped(build(args.libs), [int(x) for x in args.bns.split(",")], check_results=not args.no_check)
+    grouped(build(args.libs), args.tiles.split(","), check_results=not args.no_check)
 
 
 if __name__ == "__main__":

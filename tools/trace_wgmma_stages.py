@@ -3,7 +3,7 @@
 and prints, per stage, the stamps of the producer's steps (EVENTS below) and of consumer
 warpgroup 0's (A converted, B there, MMA done, promoted) in cycles from the kernel's start, then
 the median of each step's length over the steady stages (2 onwards).
-  python3 tools/trace_wgmma_stages.py [MAX_M ROWS_PER_GROUP [BN [grouped_wgmma.cu]]]"""
+  python3 tools/trace_wgmma_stages.py [MAX_M ROWS_PER_GROUP [TILE (128x64) [grouped_wgmma.cu]]]"""
 
 import ctypes
 import hashlib
@@ -28,7 +28,7 @@ EVENTS = ("landed", "slot free", "met", "fenced", "A ready", "B there", "MMA don
 def main():
     max_m = int(sys.argv[1]) if len(sys.argv) > 1 else 64
     rows = int(sys.argv[2]) if len(sys.argv) > 2 else 32
-    bn = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+    tile = sys.argv[3] if len(sys.argv) > 3 else "128x64"
     src = sys.argv[4] if len(sys.argv) > 4 else str(pg.CU)
     # one build per source, so that traces of several revisions in one session do not share a library
     lib_path = f"/tmp/libgrouped_wgmma_trace_{hashlib.sha1(str(Path(src).resolve()).encode()).hexdigest()[:12]}.so"
@@ -39,7 +39,7 @@ def main():
     inputs = pg.make(max_m, [rows] * pg.G)
     c = torch.empty(pg.G, max_m, pg.N, dtype=torch.bfloat16, device="cuda")
     for _ in range(3):
-        run(*inputs, c, bn=bn)
+        run(*inputs, c, tile=tile)
     torch.cuda.synchronize()
     buf = (ctypes.c_longlong * ((TRACE_STAGES + 1) * TRACE_EVENTS))()
     if read(buf):
@@ -51,7 +51,7 @@ def main():
         if row[3] == 0 and row[7] == 0:
             break
         stages.append([x - start if x else None for x in row])
-    print(f"{torch.cuda.get_device_name()}: max_m {max_m}, {rows} rows a group, BN {bn}; cycles from the kernel's start")
+    print(f"{torch.cuda.get_device_name()}: max_m {max_m}, {rows} rows a group, tile {tile}; cycles from the kernel's start")
     print("| stage | " + " | ".join(EVENTS) + " |")
     print("|---" * (len(EVENTS) + 1) + "|")
     for s, row in enumerate(stages):

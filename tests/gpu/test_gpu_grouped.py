@@ -126,3 +126,24 @@ def test_k_that_is_no_multiple_of_512(name, k):
     mod.grouped_gemm_fp8_fp4_masked(*inputs, c)
     torch.cuda.synchronize()
     check_accuracy(c, grouped_gemm_oracle(*inputs), what=f"{name} k {k}")
+
+
+# the CUDA kernel's every tile shape, forced past the heuristic: each must be exact wherever the
+# heuristic could take it (edges of masked_m, partial 256-row tiles, every fold mode)
+TILE_CASE_IDS = ("rows_1_63_65_128", "max_m_65_full", "odd_max_m_41", "out_of_range", "max_m_512_full",
+                 "max_m_1024_three_quarters", "max_m_4096_many_rows", "outlier_channels_large", "wide_b_scale",
+                 "subnormal_fold")
+CUDA_KERNEL = [p for p in SOLUTIONS if p.values[0] == "cuda_fp4_wgmma"]
+
+
+@pytest.mark.parametrize("name", CUDA_KERNEL)
+@pytest.mark.parametrize("tile", [(128, 64), (128, 128), (256, 64)], ids=lambda t: f"{t[0]}x{t[1]}")
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in TILE_CASE_IDS], ids=lambda c: c[0])
+def test_cuda_kernel_at_every_tile(name, tile, case):
+    cid, max_m, masked_m, how = case
+    mod = load_solution(DEF, OWN_AUTHOR, name)
+    inputs = make(max_m, masked_m, how)
+    c = nan_output((G, max_m, N), device="cuda")
+    mod.grouped_gemm_fp8_fp4_masked(*inputs[:5], c, tile=tile)
+    torch.cuda.synchronize()
+    check(c, inputs, oracle(inputs), DEF, f"{name} {cid} tile {tile}")

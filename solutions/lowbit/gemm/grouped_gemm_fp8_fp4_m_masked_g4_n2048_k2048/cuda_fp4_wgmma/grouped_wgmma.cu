@@ -48,7 +48,6 @@ namespace {
 
 using namespace hopper;
 
-constexpr int BM = 128;
 constexpr int BK = 128;           // one scale block
 constexpr int STAGES = 4;
 constexpr int RAW_STAGES = 4;
@@ -216,13 +215,17 @@ __device__ __forceinline__ int clamp_rows(const void* masked_m, int masked_m_is_
   return static_cast<int>(v < 0 ? 0 : (v > max_m ? max_m : v));
 }
 
-template <int BN>
+// MH: 64-row halves a consumer warpgroup computes; the tile is BM = 128 MH token rows, so each
+// decoded B stage feeds MH times the MMA (MH 2 where tiles are many: the producer's decode, not
+// the MMA, sets a stage's length).
+template <int BN, int MH>
 __global__ void __launch_bounds__(THREADS, 1)
     grouped_wgmma_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
                          const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
                          const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c,
                          int groups, int max_m, int n, int k) {
   using S = Smem<BN>;
+  constexpr int BM = 128 * MH;
   constexpr int STAGE_BYTES = S::STAGE_BYTES, ATOM_BYTES = S::ATOM_BYTES, RAW_BYTES = S::RAW_BYTES;
   constexpr int ROWS = BN / 32;  // weight rows a producer thread decodes a stage: lane + 32 i
   extern __shared__ uint8_t smem_raw[];
@@ -416,7 +419,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     return;
   }
 
-  // ---- consumers: warpgroup wg computes token rows m0 + 64 wg .. + 63 ----
+  // ---- consumers: warpgroup wg computes token rows m0 + 128 h + 64 wg .. + 63 of each half h < MH ----
   asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
   const int lt = tid & 127, warp = lt >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -435,38 +438,54 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
       continue;
     }
-    const int row0 = m0 + wg * 64 + warp * 16 + g, row1 = row0 + 8;
-    const bool ok0 = row0 < rows, ok1 = row1 < rows;
-    // rows past masked_m read row 0's A (always there) and are never stored
-    const uint8_t* pa0 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * k + 8 * t;
-    const uint8_t* pa1 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * k + 8 * t;
-    const float* ps0 = a_scale + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * KB;
-    const float* ps1 = a_scale + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * KB;
-
-    float acc[BN / 2], blk[BN / 2];
+    // half h: rows row0 + 128 h and row0 + 128 h + 8; rows past masked_m read row 0's A (always
+    // there) and are never stored
+    const int row0 = m0 + wg * 64 + warp * 16 + g;
+    const uint8_t* pa0[MH];
+    const uint8_t* pa1[MH];
+    const float* ps0[MH];
+    const float* ps1[MH];
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-    keep_f(acc);
+    for (int h = 0; h < MH; ++h) {
+      const int r0 = row0 + 128 * h, r1 = r0 + 8;
+      const size_t a0 = static_cast<size_t>(grp) * max_m + (r0 < rows ? r0 : 0);
+      const size_t a1 = static_cast<size_t>(grp) * max_m + (r1 < rows ? r1 : 0);
+      pa0[h] = a_fp8 + a0 * k + 8 * t;
+      pa1[h] = a_fp8 + a1 * k + 8 * t;
+      ps0[h] = a_scale + a0 * KB;
+      ps1[h] = a_scale + a1 * KB;
+    }
 
-    // A's bytes of one stage: sub-block s at 32 s + 8 t, 8 bytes a row (uint2); the pointers
-    // step one stage a load
-    uint2 a_nxt0[4], a_nxt1[4];
-    float sa_nxt0, sa_nxt1;
-    auto load_a = [&]() {
+    float acc[MH][BN / 2], blk[MH][BN / 2];
+#pragma unroll
+    for (int h = 0; h < MH; ++h) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[h][i] = 0.0f;
+      keep_f(acc[h]);
+    }
+
+    // A's bytes of one stage: sub-block s at 32 s + 8 t, 8 bytes a row (uint2), loaded a stage
+    // ahead; the pointers step one stage a load
+    uint2 a_nxt0[MH][4], a_nxt1[MH][4];
+    float sa_nxt0[MH], sa_nxt1[MH];
+    auto load_a = [&](int h) {
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        a_nxt0[q] = __ldg(reinterpret_cast<const uint2*>(pa0 + 32 * q));
-        a_nxt1[q] = __ldg(reinterpret_cast<const uint2*>(pa1 + 32 * q));
+        a_nxt0[h][q] = __ldg(reinterpret_cast<const uint2*>(pa0[h] + 32 * q));
+        a_nxt1[h][q] = __ldg(reinterpret_cast<const uint2*>(pa1[h] + 32 * q));
       }
-      sa_nxt0 = __ldg(ps0++);
-      sa_nxt1 = __ldg(ps1++);
-      pa0 += BK;
-      pa1 += BK;
+      sa_nxt0[h] = __ldg(ps0[h]++);
+      sa_nxt1[h] = __ldg(ps1[h]++);
+      pa0[h] += BK;
+      pa1[h] += BK;
     };
-    load_a();
+#pragma unroll
+    for (int h = 0; h < MH; ++h) load_a(h);
 
     // every row of this warpgroup past masked_m (decode-like buckets): no MMA, it only hands the
-    // stages back (the empty barriers count 256 arrivals); its epilogue writes the rows' zeros
+    // stages back (the empty barriers count 256 arrivals); its epilogue writes the rows' zeros.
+    // A half past masked_m in a warpgroup that has rows is multiplied all the same (its rows
+    // read row 0's A and are not stored): it occurs in a group's last tile only.
     const bool idle = m0 + wg * 64 >= rows;
 #pragma unroll 1
     for (int it = 0; it < KT; ++it) {
@@ -476,21 +495,28 @@ __global__ void __launch_bounds__(THREADS, 1)
         ++gs;
         continue;
       }
-      // fragments of step j = 2 s + h: {row g low pair, row g + 8 low, row g high, row g + 8 high}
+      // one half's fragments at a time (the halves share these registers: 32 a thread), step
+      // j = 2 s + e: {row g low pair, row g + 8 low, row g high, row g + 8 high}; then that
+      // half's A of the next stage is loaded
       uint32_t frag[8][4];
+      float sa0[MH], sa1[MH];
+      auto convert = [&](int h) {
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const uint32_t w0[2] = {a_nxt0[q].x, a_nxt0[q].y}, w1[2] = {a_nxt1[q].x, a_nxt1[q].y};
+        for (int q = 0; q < 4; ++q) {
+          const uint32_t w0[2] = {a_nxt0[h][q].x, a_nxt0[h][q].y}, w1[2] = {a_nxt1[h][q].x, a_nxt1[h][q].y};
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          frag[2 * q + h][0] = e4m3x2_to_f16x2(w0[h]);
-          frag[2 * q + h][1] = e4m3x2_to_f16x2(w1[h]);
-          frag[2 * q + h][2] = e4m3x2_to_f16x2(w0[h] >> 16);
-          frag[2 * q + h][3] = e4m3x2_to_f16x2(w1[h] >> 16);
+          for (int e = 0; e < 2; ++e) {
+            frag[2 * q + e][0] = e4m3x2_to_f16x2(w0[e]);
+            frag[2 * q + e][1] = e4m3x2_to_f16x2(w1[e]);
+            frag[2 * q + e][2] = e4m3x2_to_f16x2(w0[e] >> 16);
+            frag[2 * q + e][3] = e4m3x2_to_f16x2(w1[e] >> 16);
+          }
         }
-      }
-      const float sa0 = sa_nxt0, sa1 = sa_nxt1;
-      if (it + 1 < KT) load_a();
+        sa0[h] = sa_nxt0[h];
+        sa1[h] = sa_nxt1[h];
+        if (it + 1 < KT) load_a(h);
+      };
+      convert(0);
 
       const int slot = gs % STAGES;
       STAGE_TRACE(gs, 4, tid == 0);  // A converted, waits for B
@@ -503,37 +529,51 @@ __global__ void __launch_bounds__(THREADS, 1)
       // descriptor of byte offset o into the stage: + o / 16 (the stage stays below 2^18)
       const uint64_t desc = b_desc(sb);
       if (!(mode & MODE_PER_SUBBLOCK)) {
-        // step j reads logical K 16 j .. 16 j + 15: atom j / 4, 32 bytes a step into the 128-byte row
-        wgmma_fence();
+        auto promote_half = [&](int h) {
+          if (mode == 0u) {
+            promote_rows(acc[h], blk[h], sa0[h], sa1[h]);
+          } else {
+            // acc += (blk * a_scale) * ref, ref from sub-block 0's factors (every folded row's are its ref)
+            promote(acc[h], blk[h], fac, sa0[h], sa1[h], t);
+          }
+        };
+        // step j reads logical K 16 j .. 16 j + 15: atom j / 4, 32 bytes a step into the 128-byte
+        // row. Half h's MMA runs while half h - 1 is promoted.
 #pragma unroll
-        for (int j = 0; j < 8; ++j) wgmma_dense(blk, frag[j], desc + (((j >> 2) * ATOM_BYTES + 32 * (j & 3)) >> 4), j > 0);
-        wgmma_commit();
-        wgmma_wait<0>();
-        STAGE_TRACE(gs, 6, tid == 0);  // MMA done
-        keep_f(blk);
+        for (int h = 0; h < MH; ++h) {
+          if (h > 0) convert(h);  // half h - 1's MMA is done with frag
+          wgmma_fence();
 #pragma unroll
-        for (int j = 0; j < 8; ++j) keep_u(frag[j]);
-        if (mode == 0u) {
-          promote_rows(acc, blk, sa0, sa1);
-        } else {
-          // acc += (blk * a_scale) * ref, ref from sub-block 0's factors (every folded row's are its ref)
-          promote(acc, blk, fac, sa0, sa1, t);
+          for (int j = 0; j < 8; ++j)
+            wgmma_dense(blk[h], frag[j], desc + (((j >> 2) * ATOM_BYTES + 32 * (j & 3)) >> 4), j > 0);
+          wgmma_commit();
+          if (h > 0) promote_half(h - 1);
+          wgmma_wait<0>();
+          if (h == 0) STAGE_TRACE(gs, 6, tid == 0);  // half 0's MMA done
+          keep_f(blk[h]);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) keep_u(frag[j]);
         }
+        promote_half(MH - 1);
       } else {
         // a row of this block did not fold: each 32-K sub-block (two k16 steps) promoted by its own
         // factor (1 or ref for rows that folded, the actual scale for rows that did not)
 #pragma unroll
-        for (int sub = 0; sub < 4; ++sub) {
-          wgmma_fence();
-          wgmma_dense(blk, frag[2 * sub], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1)) >> 4), 0u);
-          wgmma_dense(blk, frag[2 * sub + 1], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1) + 32) >> 4), 1u);
-          wgmma_commit();
-          wgmma_wait<0>();
-          keep_f(blk);
-          promote(acc, blk, fac + sub * BN * 4, sa0, sa1, t);
-        }
+        for (int h = 0; h < MH; ++h) {
+          if (h > 0) convert(h);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) keep_u(frag[j]);
+          for (int sub = 0; sub < 4; ++sub) {
+            wgmma_fence();
+            wgmma_dense(blk[h], frag[2 * sub], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1)) >> 4), 0u);
+            wgmma_dense(blk[h], frag[2 * sub + 1], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1) + 32) >> 4), 1u);
+            wgmma_commit();
+            wgmma_wait<0>();
+            keep_f(blk[h]);
+            promote(acc[h], blk[h], fac + sub * BN * 4, sa0[h], sa1[h], t);
+          }
+#pragma unroll
+          for (int j = 0; j < 8; ++j) keep_u(frag[j]);
+        }
       }
       STAGE_TRACE(gs, 7, tid == 0);  // promoted
       mbar_arrive(&empty[slot]);
@@ -541,24 +581,28 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
 
     // ---- epilogue: rows < rows get bf16(acc) (round to nearest even), rows in [rows, max_m) zeros ----
-    const bool in0 = row0 < max_m, in1 = row1 < max_m;
-    __nv_bfloat16* c0 = cg + static_cast<size_t>(in0 ? row0 : 0) * n + n0 + 2 * t;
-    __nv_bfloat16* c1 = cg + static_cast<size_t>(in1 ? row1 : 0) * n + n0 + 2 * t;
 #pragma unroll
-    for (int cb = 0; cb < BN / 8; ++cb) {
-      if (in0)
-        *reinterpret_cast<__nv_bfloat162*>(c0 + 8 * cb) =
-            ok0 ? __floats2bfloat162_rn(acc[4 * cb], acc[4 * cb + 1]) : __floats2bfloat162_rn(0.0f, 0.0f);
-      if (in1)
-        *reinterpret_cast<__nv_bfloat162*>(c1 + 8 * cb) =
-            ok1 ? __floats2bfloat162_rn(acc[4 * cb + 2], acc[4 * cb + 3]) : __floats2bfloat162_rn(0.0f, 0.0f);
+    for (int h = 0; h < MH; ++h) {
+      const int r0 = row0 + 128 * h, r1 = r0 + 8;
+      const bool ok0 = r0 < rows, ok1 = r1 < rows, in0 = r0 < max_m, in1 = r1 < max_m;
+      __nv_bfloat16* c0 = cg + static_cast<size_t>(in0 ? r0 : 0) * n + n0 + 2 * t;
+      __nv_bfloat16* c1 = cg + static_cast<size_t>(in1 ? r1 : 0) * n + n0 + 2 * t;
+#pragma unroll
+      for (int cb = 0; cb < BN / 8; ++cb) {
+        if (in0)
+          *reinterpret_cast<__nv_bfloat162*>(c0 + 8 * cb) =
+              ok0 ? __floats2bfloat162_rn(acc[h][4 * cb], acc[h][4 * cb + 1]) : __floats2bfloat162_rn(0.0f, 0.0f);
+        if (in1)
+          *reinterpret_cast<__nv_bfloat162*>(c1 + 8 * cb) =
+              ok1 ? __floats2bfloat162_rn(acc[h][4 * cb + 2], acc[h][4 * cb + 3]) : __floats2bfloat162_rn(0.0f, 0.0f);
+      }
     }
   }
 }
 
 constexpr int MAX_DEVICES = 64;
 
-template <int BN>
+template <int BN, int MH>
 int launch(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale, const void* masked_m,
            int masked_m_is_64, void* c, int g, int max_m, int n, int k, cudaStream_t stream) {
   static bool configured[MAX_DEVICES] = {};  // the shared-memory limit is raised once per device
@@ -568,17 +612,18 @@ int launch(const void* a_fp8, const void* a_scale, const void* b_fp4, const void
   if (e != cudaSuccess) return static_cast<int>(e);
   if (dev < 0 || dev >= MAX_DEVICES) return static_cast<int>(cudaErrorInvalidDevice);
   if (!configured[dev]) {
-    e = cudaFuncSetAttribute(grouped_wgmma_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem<BN>::BYTES);
+    e = cudaFuncSetAttribute(grouped_wgmma_kernel<BN, MH>, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem<BN>::BYTES);
     if (e != cudaSuccess) return static_cast<int>(e);
     e = cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return static_cast<int>(e);
     configured[dev] = true;
   }
   cudaGetLastError();  // an earlier, unrelated error must not be reported as this launch's
+  constexpr int BM = 128 * MH;
   const long long tiles = static_cast<long long>(g) * ((static_cast<long long>(max_m) + BM - 1) / BM) * (n / BN);
   if (tiles >= (1LL << 30)) return static_cast<int>(cudaErrorInvalidValue);  // tile + gridDim.x stays an int
   dim3 grid(static_cast<unsigned>(tiles < sms[dev] ? tiles : sms[dev]));  // one persistent CTA an SM
-  grouped_wgmma_kernel<BN><<<grid, THREADS, Smem<BN>::BYTES, stream>>>(
+  grouped_wgmma_kernel<BN, MH><<<grid, THREADS, Smem<BN>::BYTES, stream>>>(
       static_cast<const uint8_t*>(a_fp8), static_cast<const float*>(a_scale), static_cast<const uint8_t*>(b_fp4),
       static_cast<const float*>(b_scale), masked_m, masked_m_is_64, static_cast<__nv_bfloat16*>(c), g, max_m, n, k);
   return static_cast<int>(cudaGetLastError());
@@ -596,14 +641,16 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 // c[g, r] for r < clamp(masked_m[g], 0, max_m), zeros below (module comment). a_fp8 e4m3
 // [g, max_m, k]; a_scale fp32 [g, max_m, k/128]; b_fp4 [g, n, k/2]; b_scale fp32 [g, n, k/32];
 // masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
-// 16-byte aligned; bn (tile width) 64 or 128, n % bn == 0, k % 128 == 0. Returns a cudaError_t code.
+// 16-byte aligned; tile bm x bn: 128 x 64, 128 x 128 or 256 x 64 (token rows x weight rows),
+// n % bn == 0, k % 128 == 0. Returns a cudaError_t code.
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
-                                    int bn, void* stream) {
+                                    int bm, int bn, void* stream) {
   if (g <= 0 || max_m <= 0) return 0;
-  if ((bn != 64 && bn != 128) || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0)
-    return static_cast<int>(cudaErrorInvalidValue);
+  const bool tile_ok = (bm == 128 && (bn == 64 || bn == 128)) || (bm == 256 && bn == 64);
+  if (!tile_ok || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  return bn == 64 ? launch<64>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s)
-                  : launch<128>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
+  if (bm == 256) return launch<64, 2>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
+  return bn == 64 ? launch<64, 1>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s)
+                  : launch<128, 1>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
 }

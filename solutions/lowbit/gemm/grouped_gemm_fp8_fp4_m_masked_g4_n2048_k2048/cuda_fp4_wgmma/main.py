@@ -5,9 +5,10 @@ how): B decoded from FP4 into shared memory by a producer warpgroup under the MM
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
   (g=4, n=2048, k=2048), destination passing: writes c and returns it. expected_m (an int)
-  only picks the tile width (heuristics.py); tiles past masked_m only write zeros.
-- ``grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None)``:
-  any g >= 0, max_m >= 0, n a multiple of 128 and k a positive multiple of 128.
+  only picks the tile (heuristics.py); tiles past masked_m only write zeros.
+- ``grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None,
+  tile=None)``: any g >= 0, max_m >= 0, n a multiple of 128 and k a positive multiple of 128;
+  tile (token rows, weight rows), one of TILES, overrides the heuristic.
 
 Needs a Hopper GPU (sm_90a). masked_m is read on the device, never synchronised. Nothing is
 kept across calls but the plan of a shape and the compiled library (build.py builds it on
@@ -23,10 +24,11 @@ import torch
 
 from .build import library
 from .checks import check_grouped_inputs
-from .heuristics import tile_width
+from .heuristics import tile_shape
 
 _HERE = Path(__file__).resolve().parent
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
+TILES = ((128, 64), (128, 128), (256, 64))  # the kernel's instantiations
 
 
 class _Plan(NamedTuple):
@@ -37,6 +39,7 @@ class _Plan(NamedTuple):
     k: int = 0
     masked_m_is_64: int = 0
     dev: int = 0
+    bm: int = 128
     bn: int = 128
 
 
@@ -46,17 +49,17 @@ _ENTRY = None
 
 def entry():
     """lowbit_grouped_wgmma(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m,
-    n, k, bn, stream) -> cudaError_t code."""
+    n, k, bm, bn, stream) -> cudaError_t code."""
     global _ENTRY
     if _ENTRY is None:
         fn = library(_HERE / "grouped_wgmma.cu", [_HERE / "hopper_ptx.cuh", _HERE / "wgmma_dense.cuh"]).lowbit_grouped_wgmma
-        fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 5 + [ctypes.c_void_p]
+        fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p]
         fn.restype = ctypes.c_int
         _ENTRY = fn
     return _ENTRY
 
 
-def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, entry_point):
+def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, entry_point):
     """Validates every argument (ValueError naming it)."""
     g, max_m, n, k = check_grouped_inputs(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m,
                                           (DEF_G, DEF_N, DEF_K) if entry_point else None)
@@ -67,20 +70,25 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, entry_po
         raise ValueError(f"a_fp8: expected a tensor on a Hopper GPU (sm_90a, compute capability 9.0), got {dev}")
     if g * -(-max_m // 128) * (n // 128) >= 2 ** 30:
         raise ValueError(f"a_fp8: at most 2^30 - 1 tiles of 128 x 128 in all groups, got shape {tuple(a_fp8.shape)}")
+    if tile is not None and tuple(tile) not in TILES:
+        raise ValueError(f"tile: expected None or one of {TILES}, got {tile!r}")
     if g == 0 or max_m == 0:
         return _Plan(True)
     rows = max_m if expected_m is None else min(max(int(expected_m), 1), max_m)
-    return _Plan(False, g, max_m, n, k, int(masked_m.dtype == torch.int64), dev.index, tile_width(g, rows, n))
+    bm, bn = tile_shape(g, rows, n) if tile is None else tuple(tile)
+    return _Plan(False, g, max_m, n, k, int(masked_m.dtype == torch.int64), dev.index, bm, bn)
 
 
-def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None, _entry=False):
+def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None, tile=None,
+                                _entry=False):
     """c[g, :rows] = (A_g * a_scale)[:rows] @ (E2M1(B_g) * b_scale)^T in bf16, c[g, rows:] = 0,
     rows = clamp(masked_m[g], 0, max_m).
 
     a_fp8 float8_e4m3fn [g, max_m, k]; a_scale float32 [g, max_m, k/128]; b_fp4 int8/uint8
     [g, n, k/2] (two E2M1 codes a byte, low nibble = even k); b_scale float32 [g, n, k/32];
     masked_m int32/int64 [g]; c bfloat16 [g, max_m, n] (written in full). All contiguous,
-    16-byte aligned, on one Hopper GPU. expected_m (int or None) is a tile-width hint only.
+    16-byte aligned, on one Hopper GPU. expected_m (int or None) is a hint for the tile only;
+    tile (token rows, weight rows) in TILES, or None for heuristics.py's choice.
     """
     try:
         key = (a_fp8.shape, a_scale.shape, b_fp4.shape, b_scale.shape, masked_m.shape, c.shape,
@@ -88,12 +96,12 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
                a_fp8.device, a_scale.device, b_fp4.device, b_scale.device, masked_m.device, c.device,
                a_fp8.is_contiguous() and a_scale.is_contiguous() and b_fp4.is_contiguous()
                and b_scale.is_contiguous() and masked_m.is_contiguous() and c.is_contiguous(),
-               expected_m if expected_m is None or isinstance(expected_m, numbers.Integral) else "bad", _entry)
+               expected_m if expected_m is None or isinstance(expected_m, numbers.Integral) else "bad", tile, _entry)
         plan = _PLANS.get(key)
     except (AttributeError, TypeError):  # not tensors: validate below
         key = plan = None
     if plan is None:
-        plan = _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, _entry)
+        plan = _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, _entry)
         if key is not None:
             if len(_PLANS) > 1024:
                 _PLANS.clear()
@@ -106,7 +114,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         names = ("a_fp8", "a_scale", "b_fp4", "b_scale", "masked_m", "c")
         bad = next(nm for nm, p in zip(names, ptrs) if nm != "masked_m" and p % 16)
         raise ValueError(f"{bad}: expected a 16-byte aligned tensor")
-    args = (*ptrs[:5], plan.masked_m_is_64, ptrs[5], plan.g, plan.max_m, plan.n, plan.k, plan.bn)
+    args = (*ptrs[:5], plan.masked_m_is_64, ptrs[5], plan.g, plan.max_m, plan.n, plan.k, plan.bm, plan.bn)
     if torch.cuda.current_device() != plan.dev:  # the launch goes to the current device
         with torch.cuda.device(plan.dev):
             err = entry()(*args, torch._C._cuda_getCurrentRawStream(plan.dev))
@@ -121,4 +129,4 @@ def run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c):
     """Definition entry point (g=4, n=2048, k=2048); writes c and returns it."""
     if isinstance(expected_m, torch.Tensor):
         expected_m = None  # a hint only: reading a device tensor would synchronise
-    return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, _entry=True)
+    return grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, None, True)
