@@ -37,9 +37,10 @@ def test_cpu_tensors_are_refused_as_not_hopper():
         main.run(*inputs())
 
 
-@pytest.mark.parametrize("rows, tile", [(1, (128, 64)), (128, (128, 64)), (129, (256, 64)), (512, (256, 64)),
-                                        (4096, (256, 64))])
+@pytest.mark.parametrize("rows, tile", [(1, (32, 64)), (32, (32, 64)), (33, (128, 64)), (128, (128, 64)),
+                                        (129, (128, 128)), (512, (128, 128)), (4096, (128, 128))])
 def test_tile_by_the_tiles_that_hold_rows(rows, tile):
-    # 4 groups x 16 column tiles of 128: 128 x 64 tiles while those still fit one wave of SMs
+    # up to 32 rows the tokens-as-N form; then 4 groups x 16 column tiles of 128: 128 x 64 tiles
+    # while those still fit one wave of SMs
     assert main.tile_shape(4, rows, 2048) == tile
     assert tile in main.TILES

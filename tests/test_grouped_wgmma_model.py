@@ -41,10 +41,8 @@ WHOLE_E_MIN, WHOLE_E_MAX = const("WHOLE_E_MIN"), const("WHOLE_E_MAX")
 MODE_PER_COLUMN, MODE_PER_SUBBLOCK = const("MODE_PER_COLUMN"), const("MODE_PER_SUBBLOCK")
 WHOLE, RELATIVE, PLAIN = 0, MODE_PER_COLUMN, MODE_PER_COLUMN | MODE_PER_SUBBLOCK  # a row's fold modes
 assert (WHOLE_E_MIN, WHOLE_E_MAX, MAX_SPREAD) == (127 - 23, 127 + 13, 23)  # the edges scale_sets and the stages test
-# the tiles the entry launches: launch<BN, MH> is BM = 128 MH token rows x BN weight rows
-TILES = sorted({(128 * int(mh), int(bn)) for bn, mh in re.findall(r"launch<(\d+), (\d+)>\(", SRC)})
-assert TILES == [(128, 64), (128, 128), (256, 64)]
-BNS = sorted({bn for _, bn in TILES})
+BNS = sorted({int(x) for x in re.findall(r"launch<grouped_wgmma_kernel<(\d+)>, ", SRC)})  # the producer form's widths
+assert BNS == [64, 128]
 BN = 128  # the width the one-stage tests model
 
 
@@ -284,9 +282,8 @@ def test_raw_ring_copies_and_decode_reads_meet(bn):
 # the consumers' promotion paths the stage model follows: the stage's mode is the OR of its rows'
 assert "const uint32_t mode = warp_modes.x | warp_modes.y | warp_modes.z | warp_modes.w;" in SRC
 assert "if (!(mode & MODE_PER_SUBBLOCK)) {" in SRC
-assert "if (mode == 0u) {\n            promote_rows(acc[h], blk[h], sa0[h], sa1[h]);" in SRC
-assert "promote(acc[h], blk[h], fac, sa0[h], sa1[h], t);" in SRC
-assert "promote(acc[h], blk[h], fac + sub * BN * 4, sa0[h], sa1[h], t);" in SRC
+assert "if (mode == 0u) {\n          promote_rows(acc, blk, sa0, sa1);" in SRC
+assert "promote(acc, blk, fac, sa0, sa1, t);" in SRC and "promote(acc, blk, fac + sub * BN * 4, sa0, sa1, t);" in SRC
 
 
 def stage_of_one_warp(a, sa, codes, bits):
@@ -412,19 +409,17 @@ def tile_list(masked_m, max_m: int, n: int, bn: int, bm: int = 128):
     return out
 
 
-@pytest.mark.parametrize("masked_m, max_m, bm, bn", [
-    ([141, 248, 152, 150], 4096, 128, 128), ([0, 256, 0, 0], 256, 128, 64), ([-7, 300, 0, 100], 256, 128, 64),
-    ([200, 143, 67, 1], 200, 128, 64), ([512] * 4, 512, 128, 128), ([0] * 4, 256, 128, 128), ([1, 1, 0, 1], 1, 128, 64),
-    ([(37 * i) % 300 for i in range(SCHED_GROUPS)], 256, 128, 64),  # exactly SCHED_GROUPS groups: still listed
-    (list(range(0, 70 * 37, 37)), 2048, 128, 128),  # 70 groups: more than SCHED_GROUPS, the plain order
-    ([512] * 4, 512, 256, 64), ([1536, 1600, 1480, 1550], 2048, 256, 64), ([200, 143, 67, 1], 200, 256, 64),
-    ([141, 248, 152, 150], 4096, 256, 64), (list(range(0, 70 * 37, 37)), 2048, 256, 64),
+@pytest.mark.parametrize("masked_m, max_m, bn", [
+    ([141, 248, 152, 150], 4096, 128), ([0, 256, 0, 0], 256, 64), ([-7, 300, 0, 100], 256, 64),
+    ([200, 143, 67, 1], 200, 64), ([512] * 4, 512, 128), ([0] * 4, 256, 128), ([1, 1, 0, 1], 1, 64),
+    ([(37 * i) % 300 for i in range(SCHED_GROUPS)], 256, 64),  # exactly SCHED_GROUPS groups: still listed
+    (list(range(0, 70 * 37, 37)), 2048, 128),  # 70 groups: more than SCHED_GROUPS, the plain order
 ])
-def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bm, bn):
+def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bn):
     n, sms = 2048, 132
-    tiles = tile_list(masked_m, max_m, n, bn, bm)
-    m_tiles = -(-max_m // bm)
-    everything = {(g, m * bm, c * bn) for g in range(len(masked_m)) for m in range(m_tiles) for c in range(n // bn)}
+    tiles = tile_list(masked_m, max_m, n, bn)
+    m_tiles = -(-max_m // 128)
+    everything = {(g, m * 128, c * bn) for g in range(len(masked_m)) for m in range(m_tiles) for c in range(n // bn)}
     assert len(tiles) == len(everything) and set(tiles) == everything
     rows = [min(max(v, 0), max_m) for v in masked_m]
     holds = [m0 < rows[g] for g, m0, _ in tiles]
@@ -434,18 +429,6 @@ def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bm, bn):
         grid = min(len(tiles), sms)
         per_cta = [sum(holds[c::grid]) for c in range(grid)]
         assert max(per_cta) - min(per_cta) <= 1
-
-
-# the consumers' rows: warpgroup wg, warp, lane group g hold rows row0 + 128 h and + 8 of each half h
-assert "const int row0 = m0 + wg * 64 + warp * 16 + g;" in SRC
-assert SRC.count("const int r0 = row0 + 128 * h, r1 = r0 + 8;") == 2  # A pointers, epilogue
-
-
-@pytest.mark.parametrize("bm", sorted({bm for bm, _ in TILES}))
-def test_consumer_rows_cover_the_tile_once(bm):
-    rows = [64 * wg + 16 * warp + g + 128 * h + 8 * e
-            for wg in range(2) for warp in range(4) for g in range(8) for h in range(bm // 128) for e in range(2)]
-    assert sorted(rows) == list(range(bm))
 
 
 @pytest.mark.parametrize("bn", BNS)
@@ -520,3 +503,55 @@ def test_raw_ring_keeps_each_stage_until_read_across_tiles(kt):
     assert raw_ring_conflicts(kt, 5, lambda tile, st: (tile * kt + st) % RAW_STAGES) == []
     tile_local = raw_ring_conflicts(kt, 5, lambda tile, st: st % RAW_STAGES)
     assert bool(tile_local) == (kt % RAW_STAGES != 0)
+
+
+# ---- the tokens-as-N form (grouped_swapped_kernel): tokens in shared memory, weights in registers ----
+SW_TN = const("SW_TN")
+assert "const int cs = lt & 3, cr = lt >> 2;" in SRC
+assert "v[q] = e4m3x2_to_f16x2((u < 2 ? lo[q] : hi[q]) >> (16 * (u & 1)));" in SRC
+assert "const uint32_t chunk = (4u * (cs & 1) + u) ^ (r & 7);" in SRC
+assert "st_shared16(buf + (cs >> 1) * S::ATOM_BYTES + r * 128 + (chunk << 4), v);" in SRC
+
+
+def token_store_address(r: int, cs: int, u: int, tq: int, tn: int = SW_TN) -> int:
+    """Byte offset in a token stage of element tq (f16x2 word) of chunk u that the thread
+    converting token row r, sub-block cs stores."""
+    chunk = (4 * (cs & 1) + u) ^ (r & 7)
+    return (cs >> 1) * tn * 128 + r * 128 + (chunk << 4) + 4 * tq
+
+
+def test_token_stores_meet_the_weights_k_order():
+    """Chunk u's word t' holds bytes 8 t' + 2 u, + 1 of the token row's 32-byte sub-block (lo words
+    for u < 2, hi words above, shifted by 16 (u & 1)); each must land at the logical K where the
+    weights' fragment puts the same actual k (consumer_logical_k), in the 128-byte swizzle the
+    MMA's descriptor reads, and every element of the stage is written once."""
+    seen = set()
+    for r in range(SW_TN):
+        for cs in range(4):
+            for u in range(4):
+                for tq in range(4):
+                    for e in range(2):
+                        actual = 8 * tq + 2 * u + e  # byte of the sub-block: lo word bytes 0-3, hi word 4-7
+                        t, rest = actual // 8, actual % 8
+                        h, q = rest // 4, rest % 4
+                        logical = consumer_logical_k(cs, t, h, q)
+                        addr = token_store_address(r, cs, u, tq) + 2 * e
+                        assert addr == sw128_offset(r, logical, SW_TN)
+                        seen.add(addr)
+    assert len(seen) == SW_TN * 128
+
+
+def test_weight_fragments_are_the_consumers_k_order():
+    """Register j of step 2 s + h: {row g byte 2 h, row g + 8 byte 2 h, row g byte 2 h + 1, row
+    g + 8 byte 2 h + 1} of word s (codes 8 t .. 8 t + 7 of sub-block s). wgmma's A fragment holds
+    row g cols 2 t, + 1; row g + 8 the same; row g cols 8 + 2 t, + 1; row g + 8 the same, so byte
+    b's two codes (8 t + 2 b, + 1) must sit at consumer_logical_k(s, t, h, q) for q = 2 b - 4 h, + 1."""
+    assert "frag[2 * s + h][0] = d0[2 * h];" in SRC and "frag[2 * s + h][2] = d0[2 * h + 1];" in SRC
+    for s in range(4):
+        for t in range(4):
+            for h in range(2):
+                for reg, b in ((0, 2 * h), (2, 2 * h + 1)):
+                    col0 = 2 * t if reg == 0 else 8 + 2 * t  # the fragment's column of this register's low half
+                    for e in range(2):
+                        code = 2 * b + e  # 0..7 within the word: actual k = 32 s + 8 t + code
+                        assert consumer_logical_k(s, t, code // 4, code % 4) == 16 * (2 * s + h) + col0 + e

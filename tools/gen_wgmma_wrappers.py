@@ -6,7 +6,7 @@ D += A B. Run from the repo root; a test checks that the header is this script's
 from pathlib import Path
 
 OUT = Path("solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/cuda_fp4_wgmma/wgmma_dense.cuh")
-WIDTHS = (64, 128)
+WIDTHS = (32, 64, 128)
 
 
 def wrapper(n: int) -> str:

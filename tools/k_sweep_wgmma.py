@@ -4,7 +4,7 @@ time = fixed + stages x per-stage. A per-stage cost far above the MMA's (about 0
 128 x 128 x 128 stage on an H200) says the pipeline, not the tensor cores, sets the pace; the
 fixed part beside the floor (a 4-byte memset under the same timer) says what launch, prologue and
 epilogue cost.
-  python3 tools/k_sweep_wgmma.py variants/main/grouped_wgmma.cu lib.so [--tiles 128x128,128x64,256x64]"""
+  python3 tools/k_sweep_wgmma.py variants/main/grouped_wgmma.cu lib.so [--tiles 128x128,128x64,32x64]"""
 
 import argparse
 import sys
@@ -33,7 +33,7 @@ def fit(ks, times):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("libs", nargs="+")
-    ap.add_argument("--tiles", default="128x128,128x64,256x64")
+    ap.add_argument("--tiles", default="128x128,128x64,32x64")
     args = ap.parse_args()
     tiny = torch.empty(1, dtype=torch.int32, device="cuda")
     floor = time_call(lambda t: t.zero_(), [tiny], l2_bytes=60 << 20, reps=10).median_us

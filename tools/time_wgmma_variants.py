@@ -4,7 +4,7 @@ grouped_wgmma.cu (with different -D flags, say), or a grouped_wgmma.cu that is b
 (all in parallel; tools/export_wgmma_revisions.sh writes git revisions' sources as such), run at
 each tile width; the checks are the probe's (reference and float64 oracle) on its edge and
 serving-shaped cases.
-  python3 tools/time_wgmma_variants.py a.so variants/main/grouped_wgmma.cu [--tiles 128x128,256x64] [--no-check]"""
+  python3 tools/time_wgmma_variants.py a.so variants/main/grouped_wgmma.cu [--tiles 128x128,32x64] [--no-check]"""
 
 import argparse
 import subprocess
@@ -91,7 +91,7 @@ def build(sources):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("libs", nargs="+", help="shared libraries, or grouped_wgmma.cu files to build first")
-    ap.add_argument("--tiles", default="128x128,128x64,256x64", help="tiles, token rows x weight rows")
+    ap.add_argument("--tiles", default="128x128,128x64,32x64", help="tiles, token rows x weight rows")
     ap.add_argument("--no-check", action="store_true", help="time only (ablation builds whose results are wrong)")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)

@@ -128,8 +128,8 @@ def test_k_that_is_no_multiple_of_512(name, k):
     check_accuracy(c, grouped_gemm_oracle(*inputs), what=f"{name} k {k}")
 
 
-# the CUDA kernel's every tile shape, forced past the heuristic: each must be exact wherever the
-# heuristic could take it (edges of masked_m, partial 256-row tiles, every fold mode)
+# the CUDA kernel's every tile, forced past the heuristic: each must be exact wherever a wrong hint
+# could send it (edges of masked_m, groups of more rows than the tokens-as-N form's 32, every fold mode)
 TILE_CASE_IDS = ("rows_1_63_65_128", "max_m_65_full", "odd_max_m_41", "out_of_range", "max_m_512_full",
                  "max_m_1024_three_quarters", "max_m_4096_many_rows", "outlier_channels_large", "wide_b_scale",
                  "subnormal_fold")
@@ -137,7 +137,7 @@ CUDA_KERNEL = [p for p in SOLUTIONS if p.values[0] == "cuda_fp4_wgmma"]
 
 
 @pytest.mark.parametrize("name", CUDA_KERNEL)
-@pytest.mark.parametrize("tile", [(128, 64), (128, 128), (256, 64)], ids=lambda t: f"{t[0]}x{t[1]}")
+@pytest.mark.parametrize("tile", [(32, 64), (128, 64), (128, 128)], ids=lambda t: f"{t[0]}x{t[1]}")
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] in TILE_CASE_IDS], ids=lambda c: c[0])
 def test_cuda_kernel_at_every_tile(name, tile, case):
     cid, max_m, masked_m, how = case
@@ -147,3 +147,17 @@ def test_cuda_kernel_at_every_tile(name, tile, case):
     mod.grouped_gemm_fp8_fp4_masked(*inputs[:5], c, tile=tile)
     torch.cuda.synchronize()
     check(c, inputs, oracle(inputs), DEF, f"{name} {cid} tile {tile}")
+
+
+@pytest.mark.parametrize("name", CUDA_KERNEL)
+@pytest.mark.parametrize("k", [128, 384, 640])
+def test_tokens_as_n_form_with_fewer_stages_than_warpgroups(name, k):
+    """The 32 x 64 form splits K's stages over four warpgroups: at k = 128 and 384 some have none,
+    at 640 one has two; masked_m past 32 rows takes two rounds of token rows."""
+    mod = load_solution(DEF, OWN_AUTHOR, name)
+    max_m, n, masked_m = 40, 512, [40, 3, 0, 33]
+    inputs = tuple(t.cuda() for t in grouped_inputs(max_m, masked_m, n, k, seed=6)[:5])
+    c = nan_output((G, max_m, n), device="cuda")
+    mod.grouped_gemm_fp8_fp4_masked(*inputs, c, tile=(32, 64))
+    torch.cuda.synchronize()
+    check_accuracy(c, grouped_gemm_oracle(*inputs), what=f"{name} tokens-as-N k {k}")

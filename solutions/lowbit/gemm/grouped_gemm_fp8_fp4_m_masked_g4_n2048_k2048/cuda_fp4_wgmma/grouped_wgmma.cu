@@ -48,6 +48,7 @@ namespace {
 
 using namespace hopper;
 
+constexpr int BM = 128;
 constexpr int BK = 128;           // one scale block
 constexpr int STAGES = 4;
 constexpr int RAW_STAGES = 4;
@@ -215,17 +216,13 @@ __device__ __forceinline__ int clamp_rows(const void* masked_m, int masked_m_is_
   return static_cast<int>(v < 0 ? 0 : (v > max_m ? max_m : v));
 }
 
-// MH: 64-row halves a consumer warpgroup computes; the tile is BM = 128 MH token rows, so each
-// decoded B stage feeds MH times the MMA (MH 2 where tiles are many: the producer's decode, not
-// the MMA, sets a stage's length).
-template <int BN, int MH>
+template <int BN>
 __global__ void __launch_bounds__(THREADS, 1)
     grouped_wgmma_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
                          const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
                          const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c,
                          int groups, int max_m, int n, int k) {
   using S = Smem<BN>;
-  constexpr int BM = 128 * MH;
   constexpr int STAGE_BYTES = S::STAGE_BYTES, ATOM_BYTES = S::ATOM_BYTES, RAW_BYTES = S::RAW_BYTES;
   constexpr int ROWS = BN / 32;  // weight rows a producer thread decodes a stage: lane + 32 i
   extern __shared__ uint8_t smem_raw[];
@@ -419,7 +416,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     return;
   }
 
-  // ---- consumers: warpgroup wg computes token rows m0 + 128 h + 64 wg .. + 63 of each half h < MH ----
+  // ---- consumers: warpgroup wg computes token rows m0 + 64 wg .. + 63 ----
   asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
   const int lt = tid & 127, warp = lt >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -438,54 +435,38 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
       continue;
     }
-    // half h: rows row0 + 128 h and row0 + 128 h + 8; rows past masked_m read row 0's A (always
-    // there) and are never stored
-    const int row0 = m0 + wg * 64 + warp * 16 + g;
-    const uint8_t* pa0[MH];
-    const uint8_t* pa1[MH];
-    const float* ps0[MH];
-    const float* ps1[MH];
-#pragma unroll
-    for (int h = 0; h < MH; ++h) {
-      const int r0 = row0 + 128 * h, r1 = r0 + 8;
-      const size_t a0 = static_cast<size_t>(grp) * max_m + (r0 < rows ? r0 : 0);
-      const size_t a1 = static_cast<size_t>(grp) * max_m + (r1 < rows ? r1 : 0);
-      pa0[h] = a_fp8 + a0 * k + 8 * t;
-      pa1[h] = a_fp8 + a1 * k + 8 * t;
-      ps0[h] = a_scale + a0 * KB;
-      ps1[h] = a_scale + a1 * KB;
-    }
+    const int row0 = m0 + wg * 64 + warp * 16 + g, row1 = row0 + 8;
+    const bool ok0 = row0 < rows, ok1 = row1 < rows;
+    // rows past masked_m read row 0's A (always there) and are never stored
+    const uint8_t* pa0 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * k + 8 * t;
+    const uint8_t* pa1 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * k + 8 * t;
+    const float* ps0 = a_scale + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * KB;
+    const float* ps1 = a_scale + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * KB;
 
-    float acc[MH][BN / 2], blk[MH][BN / 2];
+    float acc[BN / 2], blk[BN / 2];
 #pragma unroll
-    for (int h = 0; h < MH; ++h) {
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) acc[h][i] = 0.0f;
-      keep_f(acc[h]);
-    }
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+    keep_f(acc);
 
-    // A's bytes of one stage: sub-block s at 32 s + 8 t, 8 bytes a row (uint2), loaded a stage
-    // ahead; the pointers step one stage a load
-    uint2 a_nxt0[MH][4], a_nxt1[MH][4];
-    float sa_nxt0[MH], sa_nxt1[MH];
-    auto load_a = [&](int h) {
+    // A's bytes of one stage: sub-block s at 32 s + 8 t, 8 bytes a row (uint2); the pointers
+    // step one stage a load
+    uint2 a_nxt0[4], a_nxt1[4];
+    float sa_nxt0, sa_nxt1;
+    auto load_a = [&]() {
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        a_nxt0[h][q] = __ldg(reinterpret_cast<const uint2*>(pa0[h] + 32 * q));
-        a_nxt1[h][q] = __ldg(reinterpret_cast<const uint2*>(pa1[h] + 32 * q));
+        a_nxt0[q] = __ldg(reinterpret_cast<const uint2*>(pa0 + 32 * q));
+        a_nxt1[q] = __ldg(reinterpret_cast<const uint2*>(pa1 + 32 * q));
       }
-      sa_nxt0[h] = __ldg(ps0[h]++);
-      sa_nxt1[h] = __ldg(ps1[h]++);
-      pa0[h] += BK;
-      pa1[h] += BK;
+      sa_nxt0 = __ldg(ps0++);
+      sa_nxt1 = __ldg(ps1++);
+      pa0 += BK;
+      pa1 += BK;
     };
-#pragma unroll
-    for (int h = 0; h < MH; ++h) load_a(h);
+    load_a();
 
     // every row of this warpgroup past masked_m (decode-like buckets): no MMA, it only hands the
-    // stages back (the empty barriers count 256 arrivals); its epilogue writes the rows' zeros.
-    // A half past masked_m in a warpgroup that has rows is multiplied all the same (its rows
-    // read row 0's A and are not stored): it occurs in a group's last tile only.
+    // stages back (the empty barriers count 256 arrivals); its epilogue writes the rows' zeros
     const bool idle = m0 + wg * 64 >= rows;
 #pragma unroll 1
     for (int it = 0; it < KT; ++it) {
@@ -495,28 +476,21 @@ __global__ void __launch_bounds__(THREADS, 1)
         ++gs;
         continue;
       }
-      // one half's fragments at a time (the halves share these registers: 32 a thread), step
-      // j = 2 s + e: {row g low pair, row g + 8 low, row g high, row g + 8 high}; then that
-      // half's A of the next stage is loaded
+      // fragments of step j = 2 s + h: {row g low pair, row g + 8 low, row g high, row g + 8 high}
       uint32_t frag[8][4];
-      float sa0[MH], sa1[MH];
-      auto convert = [&](int h) {
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const uint32_t w0[2] = {a_nxt0[h][q].x, a_nxt0[h][q].y}, w1[2] = {a_nxt1[h][q].x, a_nxt1[h][q].y};
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t w0[2] = {a_nxt0[q].x, a_nxt0[q].y}, w1[2] = {a_nxt1[q].x, a_nxt1[q].y};
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            frag[2 * q + e][0] = e4m3x2_to_f16x2(w0[e]);
-            frag[2 * q + e][1] = e4m3x2_to_f16x2(w1[e]);
-            frag[2 * q + e][2] = e4m3x2_to_f16x2(w0[e] >> 16);
-            frag[2 * q + e][3] = e4m3x2_to_f16x2(w1[e] >> 16);
-          }
+        for (int h = 0; h < 2; ++h) {
+          frag[2 * q + h][0] = e4m3x2_to_f16x2(w0[h]);
+          frag[2 * q + h][1] = e4m3x2_to_f16x2(w1[h]);
+          frag[2 * q + h][2] = e4m3x2_to_f16x2(w0[h] >> 16);
+          frag[2 * q + h][3] = e4m3x2_to_f16x2(w1[h] >> 16);
         }
-        sa0[h] = sa_nxt0[h];
-        sa1[h] = sa_nxt1[h];
-        if (it + 1 < KT) load_a(h);
-      };
-      convert(0);
+      }
+      const float sa0 = sa_nxt0, sa1 = sa_nxt1;
+      if (it + 1 < KT) load_a();
 
       const int slot = gs % STAGES;
       STAGE_TRACE(gs, 4, tid == 0);  // A converted, waits for B
@@ -529,51 +503,37 @@ __global__ void __launch_bounds__(THREADS, 1)
       // descriptor of byte offset o into the stage: + o / 16 (the stage stays below 2^18)
       const uint64_t desc = b_desc(sb);
       if (!(mode & MODE_PER_SUBBLOCK)) {
-        auto promote_half = [&](int h) {
-          if (mode == 0u) {
-            promote_rows(acc[h], blk[h], sa0[h], sa1[h]);
-          } else {
-            // acc += (blk * a_scale) * ref, ref from sub-block 0's factors (every folded row's are its ref)
-            promote(acc[h], blk[h], fac, sa0[h], sa1[h], t);
-          }
-        };
-        // step j reads logical K 16 j .. 16 j + 15: atom j / 4, 32 bytes a step into the 128-byte
-        // row. Half h's MMA runs while half h - 1 is promoted.
+        // step j reads logical K 16 j .. 16 j + 15: atom j / 4, 32 bytes a step into the 128-byte row
+        wgmma_fence();
 #pragma unroll
-        for (int h = 0; h < MH; ++h) {
-          if (h > 0) convert(h);  // half h - 1's MMA is done with frag
-          wgmma_fence();
+        for (int j = 0; j < 8; ++j) wgmma_dense(blk, frag[j], desc + (((j >> 2) * ATOM_BYTES + 32 * (j & 3)) >> 4), j > 0);
+        wgmma_commit();
+        wgmma_wait<0>();
+        STAGE_TRACE(gs, 6, tid == 0);  // MMA done
+        keep_f(blk);
 #pragma unroll
-          for (int j = 0; j < 8; ++j)
-            wgmma_dense(blk[h], frag[j], desc + (((j >> 2) * ATOM_BYTES + 32 * (j & 3)) >> 4), j > 0);
-          wgmma_commit();
-          if (h > 0) promote_half(h - 1);
-          wgmma_wait<0>();
-          if (h == 0) STAGE_TRACE(gs, 6, tid == 0);  // half 0's MMA done
-          keep_f(blk[h]);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) keep_u(frag[j]);
+        for (int j = 0; j < 8; ++j) keep_u(frag[j]);
+        if (mode == 0u) {
+          promote_rows(acc, blk, sa0, sa1);
+        } else {
+          // acc += (blk * a_scale) * ref, ref from sub-block 0's factors (every folded row's are its ref)
+          promote(acc, blk, fac, sa0, sa1, t);
         }
-        promote_half(MH - 1);
       } else {
         // a row of this block did not fold: each 32-K sub-block (two k16 steps) promoted by its own
         // factor (1 or ref for rows that folded, the actual scale for rows that did not)
 #pragma unroll
-        for (int h = 0; h < MH; ++h) {
-          if (h > 0) convert(h);
-#pragma unroll
-          for (int sub = 0; sub < 4; ++sub) {
-            wgmma_fence();
-            wgmma_dense(blk[h], frag[2 * sub], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1)) >> 4), 0u);
-            wgmma_dense(blk[h], frag[2 * sub + 1], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1) + 32) >> 4), 1u);
-            wgmma_commit();
-            wgmma_wait<0>();
-            keep_f(blk[h]);
-            promote(acc[h], blk[h], fac + sub * BN * 4, sa0[h], sa1[h], t);
-          }
-#pragma unroll
-          for (int j = 0; j < 8; ++j) keep_u(frag[j]);
+        for (int sub = 0; sub < 4; ++sub) {
+          wgmma_fence();
+          wgmma_dense(blk, frag[2 * sub], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1)) >> 4), 0u);
+          wgmma_dense(blk, frag[2 * sub + 1], desc + (((sub >> 1) * ATOM_BYTES + 64 * (sub & 1) + 32) >> 4), 1u);
+          wgmma_commit();
+          wgmma_wait<0>();
+          keep_f(blk);
+          promote(acc, blk, fac + sub * BN * 4, sa0, sa1, t);
         }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) keep_u(frag[j]);
       }
       STAGE_TRACE(gs, 7, tid == 0);  // promoted
       mbar_arrive(&empty[slot]);
@@ -581,53 +541,281 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
 
     // ---- epilogue: rows < rows get bf16(acc) (round to nearest even), rows in [rows, max_m) zeros ----
+    const bool in0 = row0 < max_m, in1 = row1 < max_m;
+    __nv_bfloat16* c0 = cg + static_cast<size_t>(in0 ? row0 : 0) * n + n0 + 2 * t;
+    __nv_bfloat16* c1 = cg + static_cast<size_t>(in1 ? row1 : 0) * n + n0 + 2 * t;
 #pragma unroll
-    for (int h = 0; h < MH; ++h) {
-      const int r0 = row0 + 128 * h, r1 = r0 + 8;
-      const bool ok0 = r0 < rows, ok1 = r1 < rows, in0 = r0 < max_m, in1 = r1 < max_m;
-      __nv_bfloat16* c0 = cg + static_cast<size_t>(in0 ? r0 : 0) * n + n0 + 2 * t;
-      __nv_bfloat16* c1 = cg + static_cast<size_t>(in1 ? r1 : 0) * n + n0 + 2 * t;
+    for (int cb = 0; cb < BN / 8; ++cb) {
+      if (in0)
+        *reinterpret_cast<__nv_bfloat162*>(c0 + 8 * cb) =
+            ok0 ? __floats2bfloat162_rn(acc[4 * cb], acc[4 * cb + 1]) : __floats2bfloat162_rn(0.0f, 0.0f);
+      if (in1)
+        *reinterpret_cast<__nv_bfloat162*>(c1 + 8 * cb) =
+            ok1 ? __floats2bfloat162_rn(acc[4 * cb + 2], acc[4 * cb + 3]) : __floats2bfloat162_rn(0.0f, 0.0f);
+    }
+  }
+}
+
+// ---- the tokens-as-N form, for decode-like buckets (few token rows a group) ----
+// c^T = B' A^T: weight rows on the MMA's M side, decoded by the multiplying threads straight
+// into wgmma's register operand (no producer, no shared-memory handoff of B'); the group's token
+// rows, TN at a time, on the N side, converted e4m3 -> fp16 into a 128-byte-swizzled shared stage
+// by the warpgroup that multiplies them. A CTA owns SW_ROWS weight rows of one group; its SPLIT
+// warpgroups take every SPLIT-th 128-K stage (each its own double-buffered token stage), and
+// their sums join in shared memory. The K order and the fold are the other form's: thread t's
+// word of a sub-block is fragment columns 2 t, + 1 and 8 + 2 t, + 1 of its two k16 steps.
+constexpr int SW_ROWS = 64;  // weight rows a CTA: one m64 MMA
+
+template <int TN, int SPLIT>
+struct SwSmem {
+  static constexpr int ATOM_BYTES = TN * 128;        // TN rows x 64 K of fp16
+  static constexpr int TOK_BYTES = 2 * ATOM_BYTES;   // a 128-K stage
+  static constexpr int OFF_SA = TOK_BYTES;           // fp32 a_scale [TN] of the stage
+  static constexpr int OFF_PLAIN = OFF_SA + TN * 4;  // uint32 [4 warps]: a row of the warp did not fold
+  static constexpr int BUF_BYTES = TOK_BYTES + 1024;  // keeps every buffer's atoms 1024-aligned
+  static constexpr int OFF_JOIN = SPLIT * 2 * BUF_BYTES;  // fp32 [SPLIT - 1][TN / 2][128]
+  static constexpr int BYTES = OFF_JOIN + (SPLIT - 1) * (TN / 2) * 128 * 4 + 1024;
+};
+
+template <int TN, int SPLIT>
+__global__ void __launch_bounds__(SPLIT * 128, 1)
+    grouped_swapped_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
+                           const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
+                           const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c,
+                           int groups, int max_m, int n, int k) {
+  using S = SwSmem<TN, SPLIT>;
+  constexpr int NACC = TN / 2;   // accumulators a thread: rows g, g + 8 x TN / 4 token columns
+  constexpr int TROWS = TN / 32;  // token rows a thread converts a stage: lt / 4 + 32 i, sub-block lt % 4
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const uint32_t base = smem_addr(smem);
+  float* join = reinterpret_cast<float*>(smem + S::OFF_JOIN);
+  const int tid = threadIdx.x, wg = tid >> 7, lt = tid & 127, warp = lt >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int cs = lt & 3, cr = lt >> 2;  // the sub-block and first token row this thread converts
+  const int KT = k / BK, KB = k / 128;
+  const int tiles_n = n / SW_ROWS;
+  const int total = groups * tiles_n;
+  uint32_t ls = 0;  // stages this warpgroup has multiplied, over all tiles: its buffer ls & 1
+#pragma unroll 1
+  for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+    const int grp = tile / tiles_n, n0 = (tile % tiles_n) * SW_ROWS;
+    const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
+    __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
+    // rows past masked_m: zeros, 16 bytes a thread a step
+    for (int i = tid; i < (max_m - rows) * (SW_ROWS / 8); i += SPLIT * 128) {
+      const int r = rows + i / (SW_ROWS / 8), col = n0 + 8 * (i % (SW_ROWS / 8));
+      *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
+    }
+    // this thread's weight rows n0 + 16 warp + g and + 8: stage st's word of sub-block s at
+    // st * 16 + 4 s (+ t), its four scales at st
+    const size_t wrow0 = static_cast<size_t>(grp) * n + n0 + 16 * warp + g;
+    const uint32_t* pb0 = reinterpret_cast<const uint32_t*>(b_fp4 + wrow0 * (k / 2)) + t;
+    const uint32_t* pb1 = pb0 + 8 * (k / 8);  // 8 rows on
+    const uint4* psc0 = reinterpret_cast<const uint4*>(b_scale + wrow0 * (k / 32));
+    const uint4* psc1 = psc0 + 8 * (k / 128);
+#pragma unroll 1
+    for (int m0 = 0; m0 < rows; m0 += TN) {
+      uint32_t w_nxt[2][4];
+      uint4 sc_nxt[2], a_nxt[TROWS][2];
+      float sa_nxt[TROWS];
+      auto load = [&](int st) {
 #pragma unroll
-      for (int cb = 0; cb < BN / 8; ++cb) {
-        if (in0)
-          *reinterpret_cast<__nv_bfloat162*>(c0 + 8 * cb) =
-              ok0 ? __floats2bfloat162_rn(acc[h][4 * cb], acc[h][4 * cb + 1]) : __floats2bfloat162_rn(0.0f, 0.0f);
-        if (in1)
-          *reinterpret_cast<__nv_bfloat162*>(c1 + 8 * cb) =
-              ok1 ? __floats2bfloat162_rn(acc[h][4 * cb + 2], acc[h][4 * cb + 3]) : __floats2bfloat162_rn(0.0f, 0.0f);
+        for (int s = 0; s < 4; ++s) {
+          w_nxt[0][s] = __ldg(pb0 + st * 16 + 4 * s);
+          w_nxt[1][s] = __ldg(pb1 + st * 16 + 4 * s);
+        }
+        sc_nxt[0] = __ldg(psc0 + st);
+        sc_nxt[1] = __ldg(psc1 + st);
+#pragma unroll
+        for (int i = 0; i < TROWS; ++i) {
+          const int r = m0 + cr + 32 * i;
+          a_nxt[i][0] = a_nxt[i][1] = make_uint4(0u, 0u, 0u, 0u);
+          sa_nxt[i] = 0.0f;
+          if (r < rows) {  // rows past masked_m multiply zeros and are never stored
+            const uint4* pa = reinterpret_cast<const uint4*>(a_fp8 + (static_cast<size_t>(grp) * max_m + r) * k +
+                                                             st * BK + 32 * cs);
+            a_nxt[i][0] = __ldg(pa);
+            a_nxt[i][1] = __ldg(pa + 1);
+            sa_nxt[i] = __ldg(a_scale + (static_cast<size_t>(grp) * max_m + r) * KB + st);
+          }
+        }
+      };
+      float acc[NACC], blk[NACC];
+#pragma unroll
+      for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+      keep_f(acc);
+      if (wg < KT) load(wg);
+#pragma unroll 1
+      for (int st = wg; st < KT; st += SPLIT, ++ls) {
+        uint32_t w[2][4];
+        uint4 a[TROWS][2];
+        float sa[TROWS];
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          w[0][s] = w_nxt[0][s];
+          w[1][s] = w_nxt[1][s];
+        }
+        const Fold f0 = fold_row(sc_nxt[0]), f1 = fold_row(sc_nxt[1]);
+#pragma unroll
+        for (int i = 0; i < TROWS; ++i) {
+          a[i][0] = a_nxt[i][0];
+          a[i][1] = a_nxt[i][1];
+          sa[i] = sa_nxt[i];
+        }
+        if (st + SPLIT < KT) load(st + SPLIT);
+
+        // tokens -> fp16 stage: 16-byte chunk u of (row, sub-block cs) holds, for t' = 0..3, the
+        // f16x2 of bytes 8 t' + 2 u, + 1 (logical K 32 cs + 8 u + 2 t' of the row)
+        const uint32_t buf = base + ((wg * 2 + (ls & 1)) * S::BUF_BYTES);
+#pragma unroll
+        for (int i = 0; i < TROWS; ++i) {
+          const int r = cr + 32 * i;
+          const uint32_t lo[4] = {a[i][0].x, a[i][0].z, a[i][1].x, a[i][1].z};  // bytes 8 t' .. 8 t' + 3
+          const uint32_t hi[4] = {a[i][0].y, a[i][0].w, a[i][1].y, a[i][1].w};  // bytes 8 t' + 4 .. + 7
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            uint32_t v[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) v[q] = e4m3x2_to_f16x2((u < 2 ? lo[q] : hi[q]) >> (16 * (u & 1)));
+            const uint32_t chunk = (4u * (cs & 1) + u) ^ (r & 7);
+            st_shared16(buf + (cs >> 1) * S::ATOM_BYTES + r * 128 + (chunk << 4), v);
+          }
+          if (cs == 0) st_shared4(buf + S::OFF_SA + r * 4, __float_as_uint(sa[i]));
+        }
+        // a row that did not fold makes the warpgroup multiply the stage by sub-blocks
+        const bool plain_rows = ((f0.mode | f1.mode) & MODE_PER_SUBBLOCK) != 0u;
+        const uint32_t warp_plain = __any_sync(0xffffffffu, plain_rows) ? 1u : 0u;
+        if (lane == 0) st_shared4(buf + S::OFF_PLAIN + warp * 4, warp_plain);
+        // generic-proxy stores, read next by the tensor cores (async proxy); the warpgroup's
+        // named barrier (the other buffer is still read by the stage before)
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+        const uint4 plain4 = ld_shared16(buf + S::OFF_PLAIN);
+        const bool plain = (plain4.x | plain4.y | plain4.z | plain4.w) != 0u;
+
+        // weights -> the MMA's register operand: step j = 2 s + h of row r is byte 2 h (columns
+        // 2 t, + 1) and byte 2 h + 1 (8 + 2 t, + 1) of word s, times the fold's factor
+        uint32_t frag[8][4];
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          uint32_t d0[4], d1[4];
+          e2m1x8_to_f16x2x4(w[0][s], d0);
+          e2m1x8_to_f16x2x4(w[1][s], d1);
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            d0[b] = f16x2_mul(d0[b], f0.factor2[s]);
+            d1[b] = f16x2_mul(d1[b], f1.factor2[s]);
+          }
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            frag[2 * s + h][0] = d0[2 * h];
+            frag[2 * s + h][1] = d1[2 * h];
+            frag[2 * s + h][2] = d0[2 * h + 1];
+            frag[2 * s + h][3] = d1[2 * h + 1];
+          }
+        }
+        const uint64_t desc = b_desc(buf);
+        // acc += blk * (a_scale[col] * factor[row]): accumulators 4 c + 0, 1 at row g, 4 c + 2, 3 at
+        // row g + 8, token columns 8 c + 2 t, + 1
+        auto promote_t = [&](float p0, float p1) {
+#pragma unroll
+          for (int cb = 0; cb < NACC / 4; ++cb) {
+            const float2 s2 = ld_shared_f2(buf + S::OFF_SA + (8 * cb + 2 * t) * 4);
+            acc[4 * cb + 0] = fmaf(blk[4 * cb + 0], s2.x * p0, acc[4 * cb + 0]);
+            acc[4 * cb + 1] = fmaf(blk[4 * cb + 1], s2.y * p0, acc[4 * cb + 1]);
+            acc[4 * cb + 2] = fmaf(blk[4 * cb + 2], s2.x * p1, acc[4 * cb + 2]);
+            acc[4 * cb + 3] = fmaf(blk[4 * cb + 3], s2.y * p1, acc[4 * cb + 3]);
+          }
+        };
+        if (!plain) {
+          wgmma_fence();
+#pragma unroll
+          for (int j = 0; j < 8; ++j) wgmma_dense(blk, frag[j], desc + (((j >> 2) * S::ATOM_BYTES + 32 * (j & 3)) >> 4), j > 0);
+          wgmma_commit();
+          wgmma_wait<0>();
+          keep_f(blk);
+          // the promotion factor of a whole or relative fold is the same for all four sub-blocks
+          promote_t(__uint_as_float(f0.promote_bits[0]), __uint_as_float(f1.promote_bits[0]));
+        } else {
+#pragma unroll
+          for (int sub = 0; sub < 4; ++sub) {
+            wgmma_fence();
+            wgmma_dense(blk, frag[2 * sub], desc + (((sub >> 1) * S::ATOM_BYTES + 64 * (sub & 1)) >> 4), 0u);
+            wgmma_dense(blk, frag[2 * sub + 1], desc + (((sub >> 1) * S::ATOM_BYTES + 64 * (sub & 1) + 32) >> 4), 1u);
+            wgmma_commit();
+            wgmma_wait<0>();
+            keep_f(blk);
+            promote_t(__uint_as_float(f0.promote_bits[sub]), __uint_as_float(f1.promote_bits[sub]));
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) keep_u(frag[j]);
       }
+
+      // join: warpgroups 1 .. SPLIT - 1 hand their sums to warpgroup 0, which adds them in order
+      if (wg > 0) {
+#pragma unroll
+        for (int i = 0; i < NACC; ++i) join[((wg - 1) * NACC + i) * 128 + lt] = acc[i];
+      }
+      __syncthreads();
+      if (wg == 0) {
+#pragma unroll
+        for (int w2 = 0; w2 < SPLIT - 1; ++w2) {
+#pragma unroll
+          for (int i = 0; i < NACC; ++i) acc[i] += join[(w2 * NACC + i) * 128 + lt];
+        }
+        // c[m0 + 8 cb + 2 t + e, n0 + 16 warp + g (+ 8)] = bf16(acc), token rows below masked_m
+        __nv_bfloat16* c0 = cg + n0 + 16 * warp + g;
+#pragma unroll
+        for (int cb = 0; cb < NACC / 4; ++cb) {
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int m = m0 + 8 * cb + 2 * t + e;
+            if (m < rows) {
+              c0[static_cast<size_t>(m) * n] = __float2bfloat16_rn(acc[4 * cb + e]);
+              c0[static_cast<size_t>(m) * n + 8] = __float2bfloat16_rn(acc[4 * cb + 2 + e]);
+            }
+          }
+        }
+      }
+      __syncthreads();  // the join buffer is rewritten by the next token rows
     }
   }
 }
 
 constexpr int MAX_DEVICES = 64;
 
-template <int BN, int MH>
-int launch(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale, const void* masked_m,
-           int masked_m_is_64, void* c, int g, int max_m, int n, int k, cudaStream_t stream) {
-  static bool configured[MAX_DEVICES] = {};  // the shared-memory limit is raised once per device
+using KernelFn = void (*)(const uint8_t*, const float*, const uint8_t*, const float*, const void*, int,
+                         __nv_bfloat16*, int, int, int, int);
+
+// One persistent CTA an SM over `tiles` tiles; KERNEL's shared-memory limit is raised once per device.
+template <KernelFn KERNEL, int THREADS_, int SMEM_BYTES>
+int launch(long long tiles, const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
+           const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k, cudaStream_t stream) {
+  static bool configured[MAX_DEVICES] = {};
   static int sms[MAX_DEVICES] = {};
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return static_cast<int>(e);
   if (dev < 0 || dev >= MAX_DEVICES) return static_cast<int>(cudaErrorInvalidDevice);
   if (!configured[dev]) {
-    e = cudaFuncSetAttribute(grouped_wgmma_kernel<BN, MH>, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem<BN>::BYTES);
+    e = cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
     if (e != cudaSuccess) return static_cast<int>(e);
     e = cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return static_cast<int>(e);
     configured[dev] = true;
   }
   cudaGetLastError();  // an earlier, unrelated error must not be reported as this launch's
-  constexpr int BM = 128 * MH;
-  const long long tiles = static_cast<long long>(g) * ((static_cast<long long>(max_m) + BM - 1) / BM) * (n / BN);
   if (tiles >= (1LL << 30)) return static_cast<int>(cudaErrorInvalidValue);  // tile + gridDim.x stays an int
-  dim3 grid(static_cast<unsigned>(tiles < sms[dev] ? tiles : sms[dev]));  // one persistent CTA an SM
-  grouped_wgmma_kernel<BN, MH><<<grid, THREADS, Smem<BN>::BYTES, stream>>>(
+  dim3 grid(static_cast<unsigned>(tiles < sms[dev] ? tiles : sms[dev]));
+  KERNEL<<<grid, THREADS_, SMEM_BYTES, stream>>>(
       static_cast<const uint8_t*>(a_fp8), static_cast<const float*>(a_scale), static_cast<const uint8_t*>(b_fp4),
       static_cast<const float*>(b_scale), masked_m, masked_m_is_64, static_cast<__nv_bfloat16*>(c), g, max_m, n, k);
   return static_cast<int>(cudaGetLastError());
 }
+
+constexpr int SW_TN = 32, SW_SPLIT = 4;  // the tokens-as-N form's instantiation: 32 token rows, K split 4 ways
 
 }  // namespace
 
@@ -641,16 +829,24 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 // c[g, r] for r < clamp(masked_m[g], 0, max_m), zeros below (module comment). a_fp8 e4m3
 // [g, max_m, k]; a_scale fp32 [g, max_m, k/128]; b_fp4 [g, n, k/2]; b_scale fp32 [g, n, k/32];
 // masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
-// 16-byte aligned; tile bm x bn: 128 x 64, 128 x 128 or 256 x 64 (token rows x weight rows),
-// n % bn == 0, k % 128 == 0. Returns a cudaError_t code.
+// 16-byte aligned; tile bm x bn (token rows x weight rows): 128 x 64 or 128 x 128 (weights
+// decoded by a producer warpgroup), or 32 x 64 (the tokens-as-N form); n % bn == 0, k % 128 == 0.
+// Returns a cudaError_t code.
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
                                     int bm, int bn, void* stream) {
   if (g <= 0 || max_m <= 0) return 0;
-  const bool tile_ok = (bm == 128 && (bn == 64 || bn == 128)) || (bm == 256 && bn == 64);
+  const bool tile_ok = (bm == 128 && (bn == 64 || bn == 128)) || (bm == SW_TN && bn == SW_ROWS);
   if (!tile_ok || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (bm == 256) return launch<64, 2>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
-  return bn == 64 ? launch<64, 1>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s)
-                  : launch<128, 1>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
+  const long long m_tiles = (static_cast<long long>(max_m) + 127) / 128;
+  if (bm == SW_TN)  // a CTA owns SW_ROWS weight rows and all token rows of a group
+    return launch<grouped_swapped_kernel<SW_TN, SW_SPLIT>, SW_SPLIT * 128, SwSmem<SW_TN, SW_SPLIT>::BYTES>(
+        static_cast<long long>(g) * (n / SW_ROWS), a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g,
+        max_m, n, k, s);
+  if (bn == 64)
+    return launch<grouped_wgmma_kernel<64>, THREADS, Smem<64>::BYTES>(
+        g * m_tiles * (n / 64), a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
+  return launch<grouped_wgmma_kernel<128>, THREADS, Smem<128>::BYTES>(
+      g * m_tiles * (n / 128), a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
 }

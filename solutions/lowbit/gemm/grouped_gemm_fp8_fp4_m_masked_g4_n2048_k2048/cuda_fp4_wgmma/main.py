@@ -28,7 +28,7 @@ from .heuristics import tile_shape
 
 _HERE = Path(__file__).resolve().parent
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
-TILES = ((128, 64), (128, 128), (256, 64))  # the kernel's instantiations
+TILES = ((32, 64), (128, 64), (128, 128))  # the kernel's instantiations
 
 
 class _Plan(NamedTuple):
