@@ -18,6 +18,9 @@
 //   plain: any other scales: B' = code, the four actual scales beside it; the stage is
 //       multiplied as four 32-K sub-blocks, each promoted by its own factor: exact for any scale.
 //
+// Two forms. The producer form (below) decodes B into shared memory; the tokens-as-N form
+// (grouped_swapped_kernel, further down), for groups of few token rows, decodes it straight
+// into the MMA's register operand.
 // Persistent: one CTA an SM walks the tiles (group, 128 token rows, BN weight rows; BN 128, or
 // 64 where 128-wide tiles would leave SMs idle); a tile wholly past masked_m costs its zero
 // stores only, not a CTA launch with 200 KB of shared memory.

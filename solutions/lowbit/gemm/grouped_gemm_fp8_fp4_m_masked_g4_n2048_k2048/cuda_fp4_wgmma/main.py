@@ -1,6 +1,8 @@
 """M-masked grouped FP8 x FP4 GEMM (definition grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048) on
 Hopper's wgmma with f16 operands and fp32 accumulation, exact (grouped_wgmma.cu says why and
-how): B decoded from FP4 into shared memory by a producer warpgroup under the MMAs, one launch.
+how), one launch: for groups of few rows the weights decoded from FP4 straight into the MMA's
+register operand (tokens-as-N form), else into shared memory by a producer warpgroup under the
+MMAs.
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
