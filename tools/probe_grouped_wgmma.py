@@ -33,7 +33,7 @@ def nvcc_command(src, lib, *defines):
 
 
 def parse_tile(tile: str):
-    """'256x64' -> (256, 64): token rows x weight rows of the kernel's tile."""
+    """'32x64' -> (32, 64): token rows x weight rows of the kernel's tile."""
     bm, bn = (int(x) for x in tile.split("x"))
     return bm, bn
 
