@@ -30,7 +30,7 @@ for step in "$@"; do
                        python3 -m pytest -q tests/gpu -k "$SMALL" ;;
         variants) run_step variants 400 python3 tools/time_wgmma_variants.py variants/*/grouped_wgmma.cu ;;
         sparse-tiles) run_step sparse-tiles 300 python3 tools/sweep_sparse_tiles.py ;;
-        trace) run_step trace 200 bash -c "python3 tools/trace_wgmma_stages.py 64 32 128x64 && python3 tools/trace_wgmma_stages.py 512 512 128x128" ;;
+        trace) run_step trace 200 bash -c "python3 tools/trace_wgmma_stages.py 64 32 32x64 && python3 tools/trace_wgmma_stages.py 64 32 128x64 && python3 tools/trace_wgmma_stages.py 512 512 128x128" ;;
         k-sweep) run_step k-sweep 300 python3 tools/k_sweep_wgmma.py variants/*/grouped_wgmma.cu ;;
         *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles trace k-sweep)"; exit 2 ;;
     esac

@@ -2,7 +2,8 @@
 -DLOWBIT_STAGE_TRACE (clock64 stamps of CTA 0's stages, grouped_wgmma.cu's top), runs one case
 and prints, per stage, the stamps of the producer's steps (EVENTS below) and of consumer
 warpgroup 0's (A converted, B there, MMA done, promoted) in cycles from the kernel's start, then
-the median of each step's length over the steady stages (2 onwards).
+the median of each step's length over the steady stages (2 onwards). Tile 32x64, the
+tokens-as-N form, stamps each warpgroup's own steps (SW_EVENTS), a row per warpgroup and stage.
   python3 tools/trace_wgmma_stages.py [MAX_M ROWS_PER_GROUP [TILE (128x64) [grouped_wgmma.cu]]]"""
 
 import ctypes
@@ -23,6 +24,12 @@ TRACE_STAGES, TRACE_EVENTS = 64, 10
 # copies issued -> decode and fp16 stores -> stored -> mode flags, proxy fence -> fenced
 EVENTS = ("landed", "slot free", "met", "fenced", "A ready", "B there", "MMA done", "promoted", "copies issued",
           "stored")
+STEPS = (("fold + slot wait", 0, 1), ("barrier", 1, 2), ("copies", 2, 8), ("decode + stores", 8, 9),
+         ("flags + fence", 9, 3), ("fenced -> B there", 3, 5), ("consumer waits for B", 4, 5),
+         ("MMA", 5, 6), ("promotion", 6, 7))
+SW_EVENTS = ("start", "folded, loads issued", "tokens stored", "met", "decoded", "MMA done", "promoted")
+SW_STEPS = (("fold + next loads", 0, 1), ("token stores + vote", 1, 2), ("fence + barrier", 2, 3),
+            ("weight decode", 3, 4), ("MMA", 4, 5), ("promotion", 5, 6), ("stage", 0, 6))
 
 
 def main():
@@ -45,28 +52,28 @@ def main():
     if read(buf):
         sys.exit("reading the trace failed")
     start = buf[TRACE_STAGES * TRACE_EVENTS]
+    swapped = pg.parse_tile(tile)[0] == 32
+    events, steps = (SW_EVENTS, SW_STEPS) if swapped else (EVENTS, STEPS)
     stages = []
     for s in range(TRACE_STAGES):
-        row = [buf[s * TRACE_EVENTS + e] for e in range(TRACE_EVENTS)]
-        if row[3] == 0 and row[7] == 0:
+        row = [buf[s * TRACE_EVENTS + e] for e in range(len(events))]
+        if not any(row):
             break
         stages.append([x - start if x else None for x in row])
     print(f"{torch.cuda.get_device_name()}: max_m {max_m}, {rows} rows a group, tile {tile}; cycles from the kernel's start")
-    print("| stage | " + " | ".join(EVENTS) + " |")
-    print("|---" * (len(EVENTS) + 1) + "|")
+    print("| stage | " + " | ".join(events) + " |")
+    print("|---" * (len(events) + 1) + "|")
     for s, row in enumerate(stages):
         print(f"| {s} | " + " | ".join("-" if x is None else str(x) for x in row) + " |")
-    steady = [r for r in stages[2:] if None not in r]
+    # steady: past each warpgroup's first stage (the tokens-as-N form: rows 4.. of its 4 warpgroups)
+    steady = [r for r in stages[4 if swapped else 2:] if None not in r]
     if steady:
-        steps = (("fold + slot wait", 0, 1), ("barrier", 1, 2), ("copies", 2, 8), ("decode + stores", 8, 9),
-                 ("flags + fence", 9, 3), ("fenced -> B there", 3, 5), ("consumer waits for B", 4, 5),
-                 ("MMA", 5, 6), ("promotion", 6, 7))
-        print("\nmedian over stages 2..: " + ", ".join(
+        print("\nmedian over the steady stages: " + ", ".join(
             f"{name} {statistics.median(r[b] - r[a] for r in steady):.0f}" for name, a, b in steps))
-        gaps = [b[3] - a[3] for a, b in zip(steady, steady[1:])]
-        if gaps:
-            print(f"stage to stage (fenced): median {statistics.median(gaps):.0f} cycles")
-
+        if not swapped:
+            gaps = [b[3] - a[3] for a, b in zip(steady, steady[1:])]
+            if gaps:
+                print(f"stage to stage (fenced): median {statistics.median(gaps):.0f} cycles")
 
 if __name__ == "__main__":
     main()

@@ -67,7 +67,8 @@ constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup'
 // -DLOWBIT_STAGE_TRACE: clock64 stamps of CTA 0's first TRACE_STAGES pipeline stages, by the
 // producer's thread 0 (events 0-3, 8, 9) and consumer warpgroup 0's thread 0 (events 4-7), for
 // tools/trace_wgmma_stages.py to lay out which step of a stage waits on which; row
-// TRACE_STAGES holds the kernel's start. The plain build compiles the stamps away.
+// TRACE_STAGES holds the kernel's start. The tokens-as-N kernel stamps row ls * SPLIT + wg
+// (events 0-6, by each warpgroup's thread 0). The plain build compiles the stamps away.
 #ifdef LOWBIT_STAGE_TRACE
 constexpr int TRACE_STAGES = 64, TRACE_EVENTS = 10;
 __device__ long long g_stage_trace[TRACE_STAGES + 1][TRACE_EVENTS];
@@ -596,6 +597,7 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
   const int tid = threadIdx.x, wg = tid >> 7, lt = tid & 127, warp = lt >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
   const int cs = lt & 3, cr = lt >> 2;  // the sub-block and first token row this thread converts
+  STAGE_TRACE_START();
   const int KT = k / BK, KB = k / 128;
   const int tiles_n = n / SW_ROWS;
   const int total = groups * tiles_n;
@@ -651,6 +653,8 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
       if (wg < KT) load(wg);
 #pragma unroll 1
       for (int st = wg; st < KT; st += SPLIT, ++ls) {
+        [[maybe_unused]] const uint32_t trace_row = ls * SPLIT + wg;
+        STAGE_TRACE(trace_row, 0, lt == 0);  // stage start
         uint32_t w[2][4];
         uint4 a[TROWS][2];
         float sa[TROWS];
@@ -667,6 +671,7 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
           sa[i] = sa_nxt[i];
         }
         if (st + SPLIT < KT) load(st + SPLIT);
+        STAGE_TRACE(trace_row, 1, lt == 0);  // folded, next loads issued
 
         // tokens -> fp16 stage: 16-byte chunk u of (row, sub-block cs) holds, for t' = 0..3, the
         // f16x2 of bytes 8 t' + 2 u, + 1 (logical K 32 cs + 8 u + 2 t' of the row)
@@ -690,12 +695,14 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
         const bool plain_rows = ((f0.mode | f1.mode) & MODE_PER_SUBBLOCK) != 0u;
         const uint32_t warp_plain = __any_sync(0xffffffffu, plain_rows) ? 1u : 0u;
         if (lane == 0) st_shared4(buf + S::OFF_PLAIN + warp * 4, warp_plain);
+        STAGE_TRACE(trace_row, 2, lt == 0);  // tokens stored, vote written
         // generic-proxy stores, read next by the tensor cores (async proxy); the warpgroup's
         // named barrier (the other buffer is still read by the stage before)
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
         const uint4 plain4 = ld_shared16(buf + S::OFF_PLAIN);
         const bool plain = (plain4.x | plain4.y | plain4.z | plain4.w) != 0u;
+        STAGE_TRACE(trace_row, 3, lt == 0);  // fenced, the warpgroup met
 
         // weights -> the MMA's register operand: step j = 2 s + h of row r is byte 2 h (columns
         // 2 t, + 1) and byte 2 h + 1 (8 + 2 t, + 1) of word s, times the fold's factor
@@ -719,6 +726,7 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
           }
         }
         const uint64_t desc = b_desc(buf);
+        STAGE_TRACE(trace_row, 4, lt == 0);  // fragments decoded
         // acc += blk * (a_scale[col] * factor[row]): accumulators 4 c + 0, 1 at row g, 4 c + 2, 3 at
         // row g + 8, token columns 8 c + 2 t, + 1
         auto promote_t = [&](float p0, float p1) {
@@ -737,6 +745,7 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
           for (int j = 0; j < 8; ++j) wgmma_dense(blk, frag[j], desc + (((j >> 2) * S::ATOM_BYTES + 32 * (j & 3)) >> 4), j > 0);
           wgmma_commit();
           wgmma_wait<0>();
+          STAGE_TRACE(trace_row, 5, lt == 0);  // MMA done
           keep_f(blk);
           // the promotion factor of a whole or relative fold is the same for all four sub-blocks
           promote_t(__uint_as_float(f0.promote_bits[0]), __uint_as_float(f1.promote_bits[0]));
@@ -754,6 +763,7 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
         }
 #pragma unroll
         for (int j = 0; j < 8; ++j) keep_u(frag[j]);
+        STAGE_TRACE(trace_row, 6, lt == 0);  // promoted
       }
 
       // join: warpgroups 1 .. SPLIT - 1 hand their sums to warpgroup 0, which adds them in order
