@@ -44,3 +44,10 @@ def test_tile_by_the_tiles_that_hold_rows(rows, tile):
     # while those still fit one wave of SMs
     assert main.tile_shape(4, rows, 2048) == tile
     assert tile in main.TILES
+
+
+@pytest.mark.parametrize("tile", [(256, 64), (64, 64), "128x128", 128])
+def test_a_tile_the_kernel_lacks_is_named(tile):
+    a, a_s, b, b_s, mm, _, c = inputs()
+    with pytest.raises(ValueError, match="tile"):
+        main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm, c, tile=tile)

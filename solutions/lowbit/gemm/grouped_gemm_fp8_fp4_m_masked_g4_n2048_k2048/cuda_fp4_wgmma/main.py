@@ -63,6 +63,8 @@ def entry():
 
 def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, entry_point):
     """Validates every argument (ValueError naming it)."""
+    if tile is not None and (not isinstance(tile, (tuple, list)) or tuple(tile) not in TILES):
+        raise ValueError(f"tile: expected None or one of {TILES}, got {tile!r}")
     g, max_m, n, k = check_grouped_inputs(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m,
                                           (DEF_G, DEF_N, DEF_K) if entry_point else None)
     if n % 128:
@@ -72,8 +74,6 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
         raise ValueError(f"a_fp8: expected a tensor on a Hopper GPU (sm_90a, compute capability 9.0), got {dev}")
     if g * -(-max_m // 128) * (n // 128) >= 2 ** 30:
         raise ValueError(f"a_fp8: at most 2^30 - 1 tiles of 128 x 128 in all groups, got shape {tuple(a_fp8.shape)}")
-    if tile is not None and tuple(tile) not in TILES:
-        raise ValueError(f"tile: expected None or one of {TILES}, got {tile!r}")
     if g == 0 or max_m == 0:
         return _Plan(True)
     rows = max_m if expected_m is None else min(max(int(expected_m), 1), max_m)
