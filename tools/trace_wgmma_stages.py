@@ -52,7 +52,7 @@ def main():
     if read(buf):
         sys.exit("reading the trace failed")
     start = buf[TRACE_STAGES * TRACE_EVENTS]
-    swapped = pg.parse_tile(tile)[0] == 32
+    swapped = pg.parse_tile(tile)[0] < 128  # the tokens-as-N form's tiles hold fewer than 128 token rows
     events, steps = (SW_EVENTS, SW_STEPS) if swapped else (EVENTS, STEPS)
     stages = []
     for s in range(TRACE_STAGES):

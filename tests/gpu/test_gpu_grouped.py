@@ -134,10 +134,11 @@ TILE_CASE_IDS = ("rows_1_63_65_128", "max_m_65_full", "odd_max_m_41", "out_of_ra
                  "max_m_1024_three_quarters", "max_m_4096_many_rows", "outlier_channels_large", "wide_b_scale",
                  "subnormal_fold")
 CUDA_KERNEL = [p for p in SOLUTIONS if p.values[0] == "cuda_fp4_wgmma"]
+CUDA_TILES = load_solution(DEF, OWN_AUTHOR, "cuda_fp4_wgmma").TILES  # every tile the kernel instantiates
 
 
 @pytest.mark.parametrize("name", CUDA_KERNEL)
-@pytest.mark.parametrize("tile", [(32, 64), (128, 64), (128, 128)], ids=lambda t: f"{t[0]}x{t[1]}")
+@pytest.mark.parametrize("tile", CUDA_TILES, ids=lambda t: f"{t[0]}x{t[1]}")
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] in TILE_CASE_IDS], ids=lambda c: c[0])
 def test_cuda_kernel_at_every_tile(name, tile, case):
     cid, max_m, masked_m, how = case
