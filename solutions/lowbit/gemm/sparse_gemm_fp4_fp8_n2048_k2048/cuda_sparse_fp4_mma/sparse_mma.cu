@@ -1,0 +1,240 @@
+// 2:4-sparse E2M1 A times dense e4m3 B, bf16 out, exact: fp16 operands on the tensor cores'
+// mma.sync m16n8k16 with fp32 accumulation. Every E2M1 value, the sum of two (a repeated
+// position sums its two values: at most 5 significant bits) and every e4m3 value is exact in
+// fp16, and the MMA sums the exact products in fp32.
+//
+// The form for few rows of A (tokens), where the call is bound by reading B's n x k bytes:
+// c^T = B A^T, B's rows on the MMA's M side, converted e4m3 -> fp16 in registers straight from
+// 16-byte global loads; A's groups decoded into the MMA's B operand, four values from one byte
+// of a_vals and one of a_meta. CTA (x, y) owns 16 * MT rows of B and every gridDim.y-th round of
+// 8 * NT tokens from y; its KW warps split K, so that every SM has B's bytes in flight at once,
+// and their sums join in shared memory. Each CTA decodes its tokens over all of K, so the decode
+// is repeated once per 16 * MT rows of B: more rows a CTA and tokens split over y cut that
+// repetition while keeping every SM busy.
+//
+// K order: within a 64-wide chunk, thread t of a quad holds fragment columns 2t, 2t + 1,
+// 2t + 8, 2t + 9 of each k16 step s; they stand for K = 16 t + 4 s + 0, 1, 2, 3 (the same
+// permutation for both operands, so the product is unchanged). B's row bytes 16 t .. 16 t + 15
+// are then one load, and A's group 4 t + s (K 16 t + 4 s .. + 3) is one byte of a_vals and one
+// of a_meta: its positions 0, 1 are the B-operand register b0 and its positions 2, 3 b1.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace {
+
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t v) {  // the low two bytes of v
+  uint32_t r;
+  asm("{\n.reg .b16 lo;\nmov.b32 {lo, _}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(r) : "r"(v));
+  return r;
+}
+
+__device__ __forceinline__ uint32_t hadd2_u(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+__device__ __forceinline__ uint32_t hmul2_u(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+
+// One 2:4 group -> its four fp16 values at positions 0 .. 3 (lo: 0, 1; hi: 2, 3). v: the two
+// E2M1 codes (low nibble first), meta: their positions (bits 0-1, 2-3; the rest ignored).
+// A code's bits placed in fp16's sign and exponent/mantissa fields are its value times 2^-14;
+// two codes sharing a position add (exact), then one multiply by 2^14 (exact).
+__device__ __forceinline__ void group_f16(uint32_t v, uint32_t meta, uint32_t& lo, uint32_t& hi) {
+  const uint64_t h0 = ((v & 7u) << 9) | ((v & 8u) << 12);
+  const uint64_t h1 = ((v & 0x70u) << 5) | ((v & 0x80u) << 8);
+  const uint64_t s0 = h0 << (16 * (meta & 3u));
+  const uint64_t s1 = h1 << (4 * (meta & 12u));
+  constexpr uint32_t TWO14 = 0x74007400u;  // 2^14 in both halves
+  lo = hmul2_u(hadd2_u(static_cast<uint32_t>(s0), static_cast<uint32_t>(s1)), TWO14);
+  hi = hmul2_u(hadd2_u(static_cast<uint32_t>(s0 >> 32), static_cast<uint32_t>(s1 >> 32)), TWO14);
+}
+
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& q, int s) {
+  return s == 0 ? q.x : s == 1 ? q.y : s == 2 ? q.z : q.w;
+}
+
+template <int MT, int KW, int CH, int NT>
+struct SmallM {  // CH: 64-K chunks a warp loads before it multiplies any
+  static constexpr int ROWS = 16 * MT;   // B rows a CTA
+  static constexpr int TOK = 8 * NT;     // A rows (tokens) a round
+  static constexpr int STRIDE = ROWS + 4;  // a token's floats in the join buffer (bank spread)
+  static constexpr int SMEM = KW * TOK * STRIDE * 4;
+};
+
+// CTA (x, y): B rows n0 = 16 MT x ..; token rounds from m0 = 8 NT y, gridDim.y apart; warp w:
+// 64-K chunks w CH + i + j KW CH (i < CH, j = 0, 1, ...), all CH of a block loaded first.
+template <int MT, int KW, int CH, int NT>
+__global__ void __launch_bounds__(KW * 32)
+    sparse_small_m_kernel(const uint8_t* __restrict__ a_vals, const uint8_t* __restrict__ a_meta,
+                          const uint8_t* __restrict__ b_fp8, __nv_bfloat16* __restrict__ c, int m, int n, int k) {
+  using S = SmallM<MT, KW, CH, NT>;
+  extern __shared__ float join[];  // [KW][TOK][STRIDE]
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.x * S::ROWS, kc = k / 64, kg = k / 4;
+  const uint8_t* brow[MT][2];
+  bool bok[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = n0 + 16 * mt + 8 * h + g;
+      bok[mt][h] = r < n;
+      brow[mt][h] = b_fp8 + static_cast<size_t>(bok[mt][h] ? r : 0) * k + 16 * t;
+    }
+  }
+#pragma unroll 1
+  for (int m0 = blockIdx.y * S::TOK; m0 < m; m0 += gridDim.y * S::TOK) {
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+#pragma unroll 1
+    for (int c0 = w * CH; c0 < kc; c0 += KW * CH) {
+      uint4 bq[CH][MT][2];
+      uint32_t tv[CH][NT], tm[CH][NT];
+#pragma unroll
+      for (int i = 0; i < CH; ++i) {
+        const int ch = c0 + i;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            bq[i][mt][h] = make_uint4(0u, 0u, 0u, 0u);
+            if (ch < kc && bok[mt][h]) bq[i][mt][h] = __ldg(reinterpret_cast<const uint4*>(brow[mt][h] + 64 * ch));
+          }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const int r = m0 + 8 * nt + g;
+          tv[i][nt] = tm[i][nt] = 0u;  // code 0 is +0: rows past m multiply zeros, never stored
+          if (ch < kc && r < m) {
+            const size_t off = static_cast<size_t>(r) * kg + 16 * ch + 4 * t;
+            tv[i][nt] = __ldg(reinterpret_cast<const uint32_t*>(a_vals + off));
+            tm[i][nt] = __ldg(reinterpret_cast<const uint32_t*>(a_meta + off));
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < CH; ++i) {
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          uint32_t af[MT][4];
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            const uint32_t w0 = word(bq[i][mt][0], s), w1 = word(bq[i][mt][1], s);
+            af[mt][0] = e4m3x2_to_f16x2(w0);        // row g, K 16 t + 4 s + 0, 1
+            af[mt][1] = e4m3x2_to_f16x2(w1);        // row g + 8
+            af[mt][2] = e4m3x2_to_f16x2(w0 >> 16);  // row g, K + 2, 3
+            af[mt][3] = e4m3x2_to_f16x2(w1 >> 16);
+          }
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            uint32_t b0, b1;
+            group_f16(tv[i][nt] >> (8 * s), tm[i][nt] >> (8 * s), b0, b1);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) mma_f16(acc[mt][nt], af[mt], b0, b1);
+          }
+        }
+      }
+    }
+    // join: acc[mt][nt][e] is B row 16 mt + g (+ 8 for e >= 2), token 8 nt + 2 t + (e & 1)
+    float* mine = join + w * S::TOK * S::STRIDE;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          mine[(8 * nt + 2 * t + (e & 1)) * S::STRIDE + 16 * mt + g + 8 * (e >> 1)] = acc[mt][nt][e];
+    __syncthreads();
+    // two adjacent B rows of one token a thread: the warps' sums in order, one bf16x2 store
+    for (int q = threadIdx.x; q < S::TOK * S::ROWS / 2; q += KW * 32) {
+      const int tok = q / (S::ROWS / 2), rr = 2 * (q % (S::ROWS / 2));
+      float2 sum = make_float2(0.0f, 0.0f);
+#pragma unroll
+      for (int w2 = 0; w2 < KW; ++w2) {
+        const float2 p = *reinterpret_cast<const float2*>(join + (w2 * S::TOK + tok) * S::STRIDE + rr);
+        sum.x += p.x;
+        sum.y += p.y;
+      }
+      const int r = m0 + tok, col = n0 + rr;
+      if (r < m && col < n) {
+        __nv_bfloat16* dst = c + static_cast<size_t>(r) * n + col;
+        if (col + 1 < n)
+          *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(sum.x, sum.y);
+        else
+          *dst = __float2bfloat16_rn(sum.x);
+      }
+    }
+    __syncthreads();  // the join buffer is rewritten by the next round
+  }
+}
+
+constexpr int MAX_DEVICES = 64;
+
+template <int MT, int KW, int CH, int NT>
+int launch_small_m(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, int m, int n, int k,
+                   int ysplit, cudaStream_t stream) {
+  using S = SmallM<MT, KW, CH, NT>;
+  static bool configured[MAX_DEVICES] = {};
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  if (dev < 0 || dev >= MAX_DEVICES) return static_cast<int>(cudaErrorInvalidDevice);
+  if (!configured[dev]) {
+    e = cudaFuncSetAttribute(sparse_small_m_kernel<MT, KW, CH, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             S::SMEM);
+    if (e != cudaSuccess) return static_cast<int>(e);
+    configured[dev] = true;
+  }
+  cudaGetLastError();  // an earlier, unrelated error must not be reported as this launch's
+  const int rounds = (m + S::TOK - 1) / S::TOK;
+  const dim3 grid(static_cast<unsigned>((n + S::ROWS - 1) / S::ROWS), static_cast<unsigned>(ysplit < rounds ? ysplit : rounds));
+  sparse_small_m_kernel<MT, KW, CH, NT><<<grid, KW * 32, S::SMEM, stream>>>(
+      static_cast<const uint8_t*>(a_vals), static_cast<const uint8_t*>(a_meta), static_cast<const uint8_t*>(b_fp8),
+      static_cast<__nv_bfloat16*>(c), m, n, k);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+// c [m, n] bf16 = A [m, k] (a_vals, a_meta: int8/uint8 [m, k/4]) @ b_fp8 (e4m3 [n, k])^T, all
+// contiguous and 16-byte aligned, k % 64 == 0. Tile: mt (B rows a CTA / 16), nt (tokens a round
+// / 8), one of the pairs below; ysplit >= 1 CTAs over the token rounds of each mt. Returns a
+// cudaError_t code.
+extern "C" int lowbit_sparse_small_m(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, int m, int n,
+                                     int k, int mt, int nt, int ysplit, void* stream) {
+  if (m <= 0 || n <= 0) return 0;
+  if (k <= 0 || k % 64 || ysplit < 1 || ysplit > 65535) return static_cast<int>(cudaErrorInvalidValue);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+#define LOWBIT_SMALL_M(MT_, NT_) \
+  if (mt == MT_ && nt == NT_) return launch_small_m<MT_, 8, 4 / MT_, NT_>(a_vals, a_meta, b_fp8, c, m, n, k, ysplit, s);
+  LOWBIT_SMALL_M(1, 1)
+  LOWBIT_SMALL_M(1, 2)
+  LOWBIT_SMALL_M(1, 4)
+  LOWBIT_SMALL_M(1, 8)
+  LOWBIT_SMALL_M(2, 2)
+  LOWBIT_SMALL_M(2, 4)
+  LOWBIT_SMALL_M(2, 8)
+  LOWBIT_SMALL_M(4, 1)
+  LOWBIT_SMALL_M(4, 2)
+  LOWBIT_SMALL_M(4, 4)
+#undef LOWBIT_SMALL_M
+  return static_cast<int>(cudaErrorInvalidValue);
+}
