@@ -22,8 +22,11 @@ COPIES: dict[str, list[str]] = {
     f"{_GROUPED}/triton_fp4_exact_mma/fast_launch.py": [f"{_SPARSE}/triton_sparse_fp4_exact/fast_launch.py"],
     # Argument checks that name the argument.
     f"{_GROUPED}/triton_fp4_exact_mma/checks.py": [f"{_SPARSE}/triton_sparse_fp4_exact/checks.py",
+                                                   f"{_SPARSE}/cuda_sparse_fp4_mma/checks.py",
                                                    f"{_GROUPED}/cuda_fp4_wgmma/checks.py",
                                                    f"{_GROUPED}/triton_fp4_dot_scaled/checks.py"],
+    # The first-use build of a CUDA solution's library (sm_90a, cached by a hash of its sources).
+    f"{_GROUPED}/cuda_fp4_wgmma/build.py": [f"{_SPARSE}/cuda_sparse_fp4_mma/build.py"],
     # fp32 -> bf16 rounding of the stores (by hand under the interpreter).
     f"{_GROUPED}/triton_fp4_exact_mma/rounding.py": [f"{_SPARSE}/triton_sparse_fp4_exact/rounding.py",
                                                      f"{_GROUPED}/triton_fp4_dot_scaled/rounding.py"],

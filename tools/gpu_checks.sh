@@ -5,6 +5,8 @@
 #   tools/gpu_checks.sh tests memcheck racecheck
 #   tools/gpu_checks.sh variants            # variants/*/grouped_wgmma.cu (tools/export_wgmma_revisions.sh)
 #   tools/gpu_checks.sh sparse-tiles        # the sparse one-pass kernel's tile grid at small m
+#   tools/gpu_checks.sh sparse-memcheck sparse-racecheck   # the sparse CUDA solution, every tile
+#   tools/gpu_checks.sh sparse-probe        # the sparse CUDA few-rows kernel's tiles against Triton
 #   tools/gpu_checks.sh trace k-sweep       # where a stage's cycles go; fixed + per-stage time
 set -u
 OUT=${OUT:-gpu-logs}
@@ -20,6 +22,7 @@ run_step() {  # name, time limit (s), command...
 }
 
 SMALL="cuda_fp4_wgmma and (rows_1_63_65_128 or out_of_range or wide_b_scale or max_m_1-)"
+SPARSE="cuda_every_tile or (cuda_sparse_fp4_mma and (pruned_m_1- or pruned_m_65 or every_meta_byte))"
 for step in "$@"; do
     case $step in
         probe) run_step probe 300 python3 tools/probe_grouped_wgmma.py ;;
@@ -29,9 +32,14 @@ for step in "$@"; do
         racecheck) run_step racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
                        python3 -m pytest -q tests/gpu -k "$SMALL" ;;
         variants) run_step variants 400 python3 tools/time_wgmma_variants.py variants/*/grouped_wgmma.cu ;;
+        sparse-memcheck) run_step sparse-memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
+                             python3 -m pytest -q tests/gpu/test_gpu_sparse.py -k "$SPARSE" ;;
+        sparse-racecheck) run_step sparse-racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
+                              python3 -m pytest -q tests/gpu/test_gpu_sparse.py -k "$SPARSE" ;;
+        sparse-probe) run_step sparse-probe 400 python3 tools/probe_sparse_mma.py --no-host ;;
         sparse-tiles) run_step sparse-tiles 300 python3 tools/sweep_sparse_tiles.py ;;
         trace) run_step trace 200 bash -c "python3 tools/trace_wgmma_stages.py 64 32 32x64 && python3 tools/trace_wgmma_stages.py 64 32 128x64 && python3 tools/trace_wgmma_stages.py 512 512 128x128" ;;
         k-sweep) run_step k-sweep 300 python3 tools/k_sweep_wgmma.py variants/*/grouped_wgmma.cu ;;
-        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles trace k-sweep)"; exit 2 ;;
+        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe trace k-sweep)"; exit 2 ;;
     esac
 done

@@ -9,6 +9,7 @@ import torch
 
 from gpu_solutions import call, capture, check, check_calls, entry_point, needs_cuda, own_solutions, replay_on
 from lowbit_gemm.oracle import sparse_gemm_oracle
+from lowbit_gemm.solutions import load_solution
 from lowbit_gemm.testing import sparse_pruned_inputs, sparse_random_inputs
 
 pytestmark = needs_cuda
@@ -75,3 +76,20 @@ def test_one_call_in_a_cuda_graph(name):
     for seed in (2, 3):
         replay_on(graph, inputs, make(m, "pruned", {}, seed=seed), c)
         check(c, inputs, sparse_gemm_oracle(*inputs), DEF, f"{name} graph replay, seed {seed}")
+
+
+CUDA = "cuda_sparse_fp4_mma"
+CUDA_TILES = [*load_solution(DEF, "lowbit", CUDA, entry="heuristics").TILES, "dense"]
+is_hopper = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+@pytest.mark.skipif(not is_hopper, reason=f"{CUDA} needs a Hopper GPU")
+@pytest.mark.parametrize("tile", CUDA_TILES, ids=[t if isinstance(t, str) else "%dx%d" % t for t in CUDA_TILES])
+@pytest.mark.parametrize("m", [1, 9, 65, 200])
+def test_cuda_every_tile(tile, m):
+    """Each of the CUDA solution's tiles, forced, on random meta bytes and B at e4m3's full range:
+    m 1 and 9 leave a token round part-filled, 65 and 200 need several rounds a tile."""
+    main = load_solution(DEF, "lowbit", CUDA)
+    inputs = make(m, "random", {"full_range_b": True}, seed=m)
+    check_calls(lambda *a: main.sparse_gemm_fp4_fp8(*a, tile=tile), inputs, (m, N), sparse_gemm_oracle(*inputs), DEF,
+                f"{CUDA} tile {tile} m {m}")

@@ -68,7 +68,7 @@ __device__ __forceinline__ uint32_t word(const uint4& q, int s) {
 }
 
 template <int MT, int KW, int CH, int NT>
-struct SmallM {  // CH: 64-K chunks a warp loads before it multiplies any
+struct SmallM {  // CH: 64-K chunks a warp loads at once (a block)
   static constexpr int ROWS = 16 * MT;   // B rows a CTA
   static constexpr int TOK = 8 * NT;     // A rows (tokens) a round
   static constexpr int STRIDE = ROWS + 4;  // a token's floats in the join buffer (bank spread)
@@ -76,7 +76,8 @@ struct SmallM {  // CH: 64-K chunks a warp loads before it multiplies any
 };
 
 // CTA (x, y): B rows n0 = 16 MT x ..; token rounds from m0 = 8 NT y, gridDim.y apart; warp w:
-// 64-K chunks w CH + i + j KW CH (i < CH, j = 0, 1, ...), all CH of a block loaded first.
+// blocks of 64-K chunks w CH + i + j KW CH (i < CH, j = 0, 1, ...), block j + 1 loaded while
+// block j is multiplied.
 template <int MT, int KW, int CH, int NT>
 __global__ void __launch_bounds__(KW * 32)
     sparse_small_m_kernel(const uint8_t* __restrict__ a_vals, const uint8_t* __restrict__ a_meta,
@@ -105,10 +106,10 @@ __global__ void __launch_bounds__(KW * 32)
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
-#pragma unroll 1
-    for (int c0 = w * CH; c0 < kc; c0 += KW * CH) {
-      uint4 bq[CH][MT][2];
-      uint32_t tv[CH][NT], tm[CH][NT];
+    // block j of CH chunks loads while block j - 1 is multiplied
+    uint4 bq[CH][MT][2];
+    uint32_t tv[CH][NT], tm[CH][NT];
+    auto load = [&](int c0) {
 #pragma unroll
       for (int i = 0; i < CH; ++i) {
         const int ch = c0 + i;
@@ -130,6 +131,20 @@ __global__ void __launch_bounds__(KW * 32)
           }
         }
       }
+    };
+    load(w * CH);
+#pragma unroll 1
+    for (int c0 = w * CH; c0 < kc; c0 += KW * CH) {
+      uint4 bc[CH][MT][2];
+      uint32_t tvc[CH][NT], tmc[CH][NT];
+#pragma unroll
+      for (int i = 0; i < CH; ++i) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) bc[i][mt][0] = bq[i][mt][0], bc[i][mt][1] = bq[i][mt][1];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) tvc[i][nt] = tv[i][nt], tmc[i][nt] = tm[i][nt];
+      }
+      load(c0 + KW * CH);
 #pragma unroll
       for (int i = 0; i < CH; ++i) {
 #pragma unroll
@@ -137,7 +152,7 @@ __global__ void __launch_bounds__(KW * 32)
           uint32_t af[MT][4];
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
-            const uint32_t w0 = word(bq[i][mt][0], s), w1 = word(bq[i][mt][1], s);
+            const uint32_t w0 = word(bc[i][mt][0], s), w1 = word(bc[i][mt][1], s);
             af[mt][0] = e4m3x2_to_f16x2(w0);        // row g, K 16 t + 4 s + 0, 1
             af[mt][1] = e4m3x2_to_f16x2(w1);        // row g + 8
             af[mt][2] = e4m3x2_to_f16x2(w0 >> 16);  // row g, K + 2, 3
@@ -146,7 +161,7 @@ __global__ void __launch_bounds__(KW * 32)
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
             uint32_t b0, b1;
-            group_f16(tv[i][nt] >> (8 * s), tm[i][nt] >> (8 * s), b0, b1);
+            group_f16(tvc[i][nt] >> (8 * s), tmc[i][nt] >> (8 * s), b0, b1);
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) mma_f16(acc[mt][nt], af[mt], b0, b1);
           }
@@ -183,6 +198,48 @@ __global__ void __launch_bounds__(KW * 32)
       }
     }
     __syncthreads();  // the join buffer is rewritten by the next round
+  }
+}
+
+// The many-rows path's first pass: A's 2:4 encoding expanded dense and B converted, both to bf16
+// (exact: A's values and pairwise sums hold 5 significant bits, e4m3 values 4, bf16 8), for a
+// cuBLAS GEMM with fp32 accumulation. Item i < m k / 16: four groups of A (one 32-bit word of
+// a_vals and of a_meta, 32 bytes out); the rest: 16 bytes of B (32 bytes out).
+__device__ __forceinline__ uint32_t f16x2_to_bf16x2(uint32_t h) {
+  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+  const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
+  return *reinterpret_cast<const uint32_t*>(&b);
+}
+
+__global__ void __launch_bounds__(256)
+    dense_operands_kernel(const uint32_t* __restrict__ a_vals, const uint32_t* __restrict__ a_meta,
+                          const uint4* __restrict__ b_fp8, uint4* __restrict__ a16, uint4* __restrict__ b16,
+                          long long a_items, long long items) {
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < items; i += gridDim.x * 256ll) {
+    uint32_t out[8];
+    if (i < a_items) {
+      const uint32_t v = __ldg(a_vals + i), meta = __ldg(a_meta + i);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        uint32_t lo, hi;
+        group_f16(v >> (8 * s), meta >> (8 * s), lo, hi);
+        out[2 * s] = f16x2_to_bf16x2(lo);
+        out[2 * s + 1] = f16x2_to_bf16x2(hi);
+      }
+      a16[2 * i] = make_uint4(out[0], out[1], out[2], out[3]);
+      a16[2 * i + 1] = make_uint4(out[4], out[5], out[6], out[7]);
+    } else {
+      const long long j = i - a_items;
+      const uint4 q = __ldg(b_fp8 + j);
+      const uint32_t in[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        out[2 * s] = f16x2_to_bf16x2(e4m3x2_to_f16x2(in[s]));
+        out[2 * s + 1] = f16x2_to_bf16x2(e4m3x2_to_f16x2(in[s] >> 16));
+      }
+      b16[2 * j] = make_uint4(out[0], out[1], out[2], out[3]);
+      b16[2 * j + 1] = make_uint4(out[4], out[5], out[6], out[7]);
+    }
   }
 }
 
@@ -224,7 +281,7 @@ extern "C" int lowbit_sparse_small_m(const void* a_vals, const void* a_meta, con
   if (k <= 0 || k % 64 || ysplit < 1 || ysplit > 65535) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
 #define LOWBIT_SMALL_M(MT_, NT_) \
-  if (mt == MT_ && nt == NT_) return launch_small_m<MT_, 8, 4 / MT_, NT_>(a_vals, a_meta, b_fp8, c, m, n, k, ysplit, s);
+  if (mt == MT_ && nt == NT_) return launch_small_m<MT_, 8, (MT_ < 2 ? 2 : 1), NT_>(a_vals, a_meta, b_fp8, c, m, n, k, ysplit, s);
   LOWBIT_SMALL_M(1, 1)
   LOWBIT_SMALL_M(1, 2)
   LOWBIT_SMALL_M(1, 4)
@@ -237,4 +294,20 @@ extern "C" int lowbit_sparse_small_m(const void* a_vals, const void* a_meta, con
   LOWBIT_SMALL_M(4, 4)
 #undef LOWBIT_SMALL_M
   return static_cast<int>(cudaErrorInvalidValue);
+}
+
+// The many-rows path's first pass (dense_operands_kernel): a16 bf16 [m, k], b16 bf16 [n, k], all
+// contiguous and 16-byte aligned, k % 64 == 0. Returns a cudaError_t code.
+extern "C" int lowbit_sparse_dense_operands(const void* a_vals, const void* a_meta, const void* b_fp8, void* a16,
+                                            void* b16, int m, int n, int k, void* stream) {
+  if (m <= 0 || n <= 0) return 0;
+  if (k <= 0 || k % 64) return static_cast<int>(cudaErrorInvalidValue);
+  const long long a_items = static_cast<long long>(m) * (k / 16), items = a_items + static_cast<long long>(n) * (k / 16);
+  const long long blocks = (items + 255) / 256;
+  cudaGetLastError();  // an earlier, unrelated error must not be reported as this launch's
+  dense_operands_kernel<<<static_cast<unsigned>(blocks < 132 * 16 ? blocks : 132 * 16), 256, 0,
+                          static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const uint32_t*>(a_vals), static_cast<const uint32_t*>(a_meta), static_cast<const uint4*>(b_fp8),
+      static_cast<uint4*>(a16), static_cast<uint4*>(b16), a_items, items);
+  return static_cast<int>(cudaGetLastError());
 }
