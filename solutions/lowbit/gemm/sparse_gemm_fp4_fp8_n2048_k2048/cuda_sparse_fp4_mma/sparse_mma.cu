@@ -76,8 +76,8 @@ struct SmallM {  // CH: 64-K chunks a warp loads at once (a block)
 };
 
 // CTA (x, y): B rows n0 = 16 MT x ..; token rounds from m0 = 8 NT y, gridDim.y apart; warp w:
-// blocks of 64-K chunks w CH + i + j KW CH (i < CH, j = 0, 1, ...), block j + 1 loaded while
-// block j is multiplied.
+// blocks of 64-K chunks w CH + i + j KW CH (i < CH, j = 0, 1, ...), each block's loads all
+// issued before any of it is multiplied (CH = 4 / MT: 128 bytes of B a thread in flight).
 template <int MT, int KW, int CH, int NT>
 __global__ void __launch_bounds__(KW * 32)
     sparse_small_m_kernel(const uint8_t* __restrict__ a_vals, const uint8_t* __restrict__ a_meta,
@@ -106,10 +106,10 @@ __global__ void __launch_bounds__(KW * 32)
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
-    // block j of CH chunks loads while block j - 1 is multiplied
-    uint4 bq[CH][MT][2];
-    uint32_t tv[CH][NT], tm[CH][NT];
-    auto load = [&](int c0) {
+#pragma unroll 1
+    for (int c0 = w * CH; c0 < kc; c0 += KW * CH) {
+      uint4 bq[CH][MT][2];
+      uint32_t tv[CH][NT], tm[CH][NT];
 #pragma unroll
       for (int i = 0; i < CH; ++i) {
         const int ch = c0 + i;
@@ -131,20 +131,6 @@ __global__ void __launch_bounds__(KW * 32)
           }
         }
       }
-    };
-    load(w * CH);
-#pragma unroll 1
-    for (int c0 = w * CH; c0 < kc; c0 += KW * CH) {
-      uint4 bc[CH][MT][2];
-      uint32_t tvc[CH][NT], tmc[CH][NT];
-#pragma unroll
-      for (int i = 0; i < CH; ++i) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) bc[i][mt][0] = bq[i][mt][0], bc[i][mt][1] = bq[i][mt][1];
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) tvc[i][nt] = tv[i][nt], tmc[i][nt] = tm[i][nt];
-      }
-      load(c0 + KW * CH);
 #pragma unroll
       for (int i = 0; i < CH; ++i) {
 #pragma unroll
@@ -152,7 +138,7 @@ __global__ void __launch_bounds__(KW * 32)
           uint32_t af[MT][4];
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
-            const uint32_t w0 = word(bc[i][mt][0], s), w1 = word(bc[i][mt][1], s);
+            const uint32_t w0 = word(bq[i][mt][0], s), w1 = word(bq[i][mt][1], s);
             af[mt][0] = e4m3x2_to_f16x2(w0);        // row g, K 16 t + 4 s + 0, 1
             af[mt][1] = e4m3x2_to_f16x2(w1);        // row g + 8
             af[mt][2] = e4m3x2_to_f16x2(w0 >> 16);  // row g, K + 2, 3
@@ -161,7 +147,7 @@ __global__ void __launch_bounds__(KW * 32)
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
             uint32_t b0, b1;
-            group_f16(tvc[i][nt] >> (8 * s), tmc[i][nt] >> (8 * s), b0, b1);
+            group_f16(tv[i][nt] >> (8 * s), tm[i][nt] >> (8 * s), b0, b1);
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) mma_f16(acc[mt][nt], af[mt], b0, b1);
           }
@@ -281,7 +267,7 @@ extern "C" int lowbit_sparse_small_m(const void* a_vals, const void* a_meta, con
   if (k <= 0 || k % 64 || ysplit < 1 || ysplit > 65535) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
 #define LOWBIT_SMALL_M(MT_, NT_) \
-  if (mt == MT_ && nt == NT_) return launch_small_m<MT_, 8, (MT_ < 2 ? 2 : 1), NT_>(a_vals, a_meta, b_fp8, c, m, n, k, ysplit, s);
+  if (mt == MT_ && nt == NT_) return launch_small_m<MT_, 8, 4 / MT_, NT_>(a_vals, a_meta, b_fp8, c, m, n, k, ysplit, s);
   LOWBIT_SMALL_M(1, 1)
   LOWBIT_SMALL_M(1, 2)
   LOWBIT_SMALL_M(1, 4)
