@@ -44,8 +44,11 @@ _PLANS = {}
 _LIB = None
 
 
-def _library():
-    """The built library with its two entries' argument types set."""
+def entry():
+    """The built library (built on first use, build.py) with its two entries' argument types set:
+    lowbit_sparse_small_m(a_vals, a_meta, b_fp8, c, m, n, k, mt, nt, ysplit, stream) and
+    lowbit_sparse_dense_operands(a_vals, a_meta, b_fp8, a16, b16, m, n, k, stream) ->
+    cudaError_t code."""
     global _LIB
     if _LIB is None:
         lib = library(_HERE / "sparse_mma.cu")
@@ -112,7 +115,7 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None, _entry=False):
     if (ptrs[0] | ptrs[1] | ptrs[2] | ptrs[3]) % 16:  # the kernels move 16-byte vectors
         bad = next(nm for nm, p in zip(("a_vals", "a_meta", "b_fp8", "c"), ptrs) if p % 16)
         raise ValueError(f"{bad}: expected a 16-byte aligned tensor")
-    lib = _LIB or _library()
+    lib = _LIB or entry()
     if torch.cuda.current_device() != plan.dev:  # launches go to the current device
         with torch.cuda.device(plan.dev):
             return _launch(lib, plan, ptrs, c)
