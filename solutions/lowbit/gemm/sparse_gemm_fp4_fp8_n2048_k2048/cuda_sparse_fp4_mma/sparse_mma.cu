@@ -17,6 +17,8 @@
 // permutation for both operands, so the product is unchanged). B's row bytes 16 t .. 16 t + 15
 // are then one load, and A's group 4 t + s (K 16 t + 4 s .. + 3) is one byte of a_vals and one
 // of a_meta: its positions 0, 1 are the B-operand register b0 and its positions 2, 3 b1.
+//
+// For more rows, dense_operands_kernel (further down) writes A and B dense in bf16 for cuBLAS.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
