@@ -15,8 +15,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_grouped_wgmma import nvcc_command  # noqa: E402
+from lowbit_gemm.bench.launch_floor import ITERS, _harness_mean_us  # noqa: E402
 from lowbit_gemm.bench.timing import time_call  # noqa: E402
-from lowbit_gemm.oracle import sparse_gemm_oracle  # noqa: E402
+from lowbit_gemm.oracle import accuracy_stats, sparse_gemm_oracle  # noqa: E402
 from lowbit_gemm.solutions import load_solution  # noqa: E402
 from lowbit_gemm.testing import sparse_pruned_inputs, sparse_random_inputs  # noqa: E402
 
@@ -48,11 +49,6 @@ def small_m_entry(lib):
     return run
 
 
-def harness_mean_us(fn, iters=100):
-    from flashinfer_bench.bench.timing import do_bench
-    return float(do_bench(fn, warmup=10, rep=iters, return_mode="mean")) * 1e3
-
-
 def host_split(triton_mod, ms):
     """Harness-style means of the Triton solution's call and of each piece of its dense path."""
     print("\n| m | whole call | first pass only | 2 x torch.empty | torch.mm only | flag get+set x2 |")
@@ -61,22 +57,22 @@ def host_split(triton_mod, ms):
     for m in ms:
         a_vals, a_meta, b = (t.cuda() for t in sparse_pruned_inputs(m, N, K, seed=1, full_range_b=True))
         c = torch.empty(m, N, dtype=torch.bfloat16, device="cuda")
-        whole = harness_mean_us(lambda: triton_mod.run(a_vals, a_meta, b, c))
+        whole = _harness_mean_us(lambda: triton_mod.run(a_vals, a_meta, b, c), ITERS)
         plan = next(iter(triton_mod._PLANS.values()))
         row = [m, whole]
         if plan.dense:
             a16 = torch.empty(m, K, dtype=torch.bfloat16, device="cuda")
             b16 = torch.empty(N, K, dtype=torch.bfloat16, device="cuda")
-            row.append(harness_mean_us(lambda: plan.kernel(a_vals, a_meta, b, a16, b16)))
-            row.append(harness_mean_us(lambda: (torch.empty((m, K), dtype=torch.bfloat16, device="cuda"),
-                                                torch.empty((N, K), dtype=torch.bfloat16, device="cuda"))))
-            row.append(harness_mean_us(lambda: torch.mm(a16, b16.t(), out=c)))
+            row.append(_harness_mean_us(lambda: plan.kernel(a_vals, a_meta, b, a16, b16), ITERS))
+            row.append(_harness_mean_us(lambda: (torch.empty((m, K), dtype=torch.bfloat16, device="cuda"),
+                                                 torch.empty((N, K), dtype=torch.bfloat16, device="cuda")), ITERS))
+            row.append(_harness_mean_us(lambda: torch.mm(a16, b16.t(), out=c), ITERS))
 
             def toggle():
                 was = flags.allow_bf16_reduced_precision_reduction
                 flags.allow_bf16_reduced_precision_reduction = False
                 flags.allow_bf16_reduced_precision_reduction = was
-            row.append(harness_mean_us(toggle))
+            row.append(_harness_mean_us(toggle, ITERS))
         triton_mod._PLANS.clear()
         print("| " + " | ".join(f"{x:.1f}" if isinstance(x, float) else str(x) for x in row) + " |", flush=True)
 
@@ -108,7 +104,7 @@ def main():
                 torch.cuda.synchronize()
                 mg = margin(c, o64)
                 worst = max(worst, mg)
-                bad += int(((c.double() - o64.cuda()).abs() > 1e-2 + 1e-2 * o64.cuda().abs()).sum()) + int(c.isnan().sum())
+                bad += accuracy_stats(c, o64)["mismatches"]
             us = time_call(fn, [*cases[0][0], torch.empty(m, N, dtype=torch.bfloat16, device="cuda")],
                            l2_bytes=60 << 20, reps=10).median_us
             results[(name, m)] = (bad, worst, us)
@@ -129,7 +125,7 @@ def main():
         for m in [1, 64]:
             a_vals, a_meta, b = (t.cuda() for t in sparse_pruned_inputs(m, N, K, seed=1, full_range_b=True))
             c = torch.empty(m, N, dtype=torch.bfloat16, device="cuda")
-            print(f"| {m} | {harness_mean_us(lambda: small(a_vals, a_meta, b, c, (1, 8))):.1f} |", flush=True)
+            print(f"| {m} | {_harness_mean_us(lambda: small(a_vals, a_meta, b, c, (1, 8)), ITERS):.1f} |", flush=True)
 
 
 if __name__ == "__main__":

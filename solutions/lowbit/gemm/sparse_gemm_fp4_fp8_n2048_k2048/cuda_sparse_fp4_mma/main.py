@@ -21,6 +21,7 @@ import torch
 
 from .build import library
 from .checks import check_tensor
+from .dense_mm import mm_fp32_sums
 from .heuristics import TILES, choose
 
 _HERE = Path(__file__).resolve().parent
@@ -134,15 +135,7 @@ def _launch(lib, plan, ptrs, c):
     err = lib.lowbit_sparse_dense_operands(*ptrs[:3], a16.data_ptr(), b16.data_ptr(), plan.m, plan.n, plan.k, stream)
     if err:
         raise RuntimeError(f"sparse dense-operands launch failed: CUDA error {err}")
-    # cuBLAS accumulates in fp32; a reduction in bf16 (which torch allows by default for
-    # split-K) would round partial sums, so it is disallowed for this call.
-    flags = torch.backends.cuda.matmul
-    allowed = flags.allow_bf16_reduced_precision_reduction
-    flags.allow_bf16_reduced_precision_reduction = False
-    try:
-        torch.mm(a16, b16.t(), out=c)
-    finally:
-        flags.allow_bf16_reduced_precision_reduction = allowed
+    mm_fp32_sums(a16, b16, c)
     return c
 
 

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import torch
 
 from .checks import check_tensor
+from .dense_mm import mm_fp32_sums
 from .fast_launch import INTERPRET, Launch
 from .heuristics import DENSE_CHUNK, DENSE_ROWS, Tile, choose
 from .kernel import dense_operands_kernel, sparse_fp16_kernel
@@ -97,15 +98,7 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None, _entry=False):
     a16 = torch.empty((plan.m, 4 * plan.groups), dtype=torch.bfloat16, device=c.device)
     b16 = torch.empty((plan.n, 4 * plan.groups), dtype=torch.bfloat16, device=c.device)
     plan.kernel(a_vals, a_meta, b_fp8, a16, b16)
-    # cuBLAS accumulates in fp32; a reduction in bf16 (which torch allows by default for
-    # split-K) would round partial sums, so it is disallowed for this call.
-    flags = torch.backends.cuda.matmul
-    allowed = flags.allow_bf16_reduced_precision_reduction
-    flags.allow_bf16_reduced_precision_reduction = False
-    try:
-        torch.mm(a16, b16.t(), out=c)
-    finally:
-        flags.allow_bf16_reduced_precision_reduction = allowed
+    mm_fp32_sums(a16, b16, c)
     return c
 
 
