@@ -38,10 +38,11 @@ def test_cpu_tensors_are_refused_as_not_hopper():
 
 
 @pytest.mark.parametrize("rows, tile", [(1, (32, 64)), (32, (32, 64)), (33, (128, 64)), (128, (128, 64)),
-                                        (129, (128, 128)), (512, (128, 128)), (4096, (128, 128))])
+                                        (129, (128, 128)), (512, (128, 128)), (513, (128, 128, "predecoded")),
+                                        (4096, (128, 128, "predecoded"))])
 def test_tile_by_the_tiles_that_hold_rows(rows, tile):
     # up to 32 rows the tokens-as-N form; then 4 groups x 16 column tiles of 128: 128 x 64 tiles
-    # while those still fit one wave of SMs
+    # while those still fit one wave of SMs; past 512 rows a group the predecoded form
     assert main.tile_shape(4, rows, 2048) == tile
     assert tile in main.TILES
 

@@ -41,7 +41,7 @@ WHOLE_E_MIN, WHOLE_E_MAX = const("WHOLE_E_MIN"), const("WHOLE_E_MAX")
 MODE_PER_COLUMN, MODE_PER_SUBBLOCK = const("MODE_PER_COLUMN"), const("MODE_PER_SUBBLOCK")
 WHOLE, RELATIVE, PLAIN = 0, MODE_PER_COLUMN, MODE_PER_COLUMN | MODE_PER_SUBBLOCK  # a row's fold modes
 assert (WHOLE_E_MIN, WHOLE_E_MAX, MAX_SPREAD) == (127 - 23, 127 + 13, 23)  # the edges scale_sets and the stages test
-BNS = sorted({int(x) for x in re.findall(r"launch<grouped_wgmma_kernel<(\d+)>, ", SRC)})  # the producer form's widths
+BNS = sorted({int(x) for x in re.findall(r"launch<grouped_wgmma_kernel<(\d+), (?:true|false)>, ", SRC)})  # the producer form's widths
 assert BNS == [64, 128]
 BN = 128  # the width the one-stage tests model
 
@@ -204,6 +204,45 @@ def test_producer_stores_where_the_consumers_k_order_reads(bn):
                         assert producer_address(row, s, t, b, bn) + 2 * e == sw128_offset(row, k_logical, bn)
                         seen.add((row, k_logical))
     assert len(seen) == bn * 128  # every logical element of the stage written once
+
+
+# ---- the predecoded form: the first pass's B' rows, copied into the stage by the producer ----
+def predecode_offset(row: int, s: int, t: int, b: int) -> int:
+    """Byte offset in a weight row's 256 bytes of B' (one 128-K block) where predecode_kernel's
+    thread (row, s) puts element t of its store b: dst = (s >> 1) * 128 + (s & 1) * 64, dst[b]."""
+    return (s >> 1) * 128 + (s & 1) * 64 + 16 * b + 4 * t
+
+
+def predecoded_copy(p: int, i: int, bn: int) -> tuple:
+    """(row of the tile, byte offset in that row's 256 bytes, stage offset) of thread p's copy i:
+    source pre.b + p * 16 + i * 2048 from the tile's first row; destination dst0 + i * 1024 with
+    dst0 = ((p >> 3) & 1) * ATOM_BYTES + (p >> 4) * 128 + (((p & 7) ^ ((p >> 4) & 7)) << 4)."""
+    src = p * 16 + i * 2048
+    r16 = p >> 4
+    dst = ((p >> 3) & 1) * bn * 128 + r16 * 128 + (((p & 7) ^ (r16 & 7)) << 4) + i * 1024
+    return src // 256, src % 256, dst
+
+
+@pytest.mark.parametrize("bn", [64, 128])
+def test_predecoded_copies_land_where_the_decode_stores(bn):
+    """Every f16x2 of B' that the first pass writes reaches, through the producer's 16-byte
+    copies, the stage offset where the producer's own decode stores it, and the copies tile the
+    stage exactly once."""
+    assert "for (int i = 0; i < BN / 8; ++i) cp_async16(dst + i * 1024, from + i * 2048);" in SRC
+    assert "(s >> 1) * 128 + (s & 1) * 64);" in SRC and "dst[b] = make_uint4(dec[0][b], dec[1][b], dec[2][b], dec[3][b]);" in SRC
+    where = {}  # (row, byte in the row's B') -> stage offset
+    for p in range(128):
+        for i in range(bn // 8):
+            row, byte, dst = predecoded_copy(p, i, bn)
+            for e in range(0, 16, 4):
+                assert (row, byte + e) not in where
+                where[(row, byte + e)] = dst + e
+    assert sorted(where.values()) == list(range(0, bn * 256, 4))
+    for row in range(bn):
+        for s_ in range(4):
+            for t in range(4):
+                for b_ in range(4):
+                    assert where[(row, predecode_offset(row, s_, t, b_))] == producer_address(row, s_, t, b_, bn)
 
 
 # ---- the raw ring: packed FP4 of a stage, BN rows x 4 sub-blocks of 16-byte chunks ----

@@ -33,9 +33,11 @@ def nvcc_command(src, lib, *defines):
 
 
 def parse_tile(tile: str):
-    """'32x64' -> (32, 64): token rows x weight rows of the kernel's tile."""
-    bm, bn = (int(x) for x in tile.split("x"))
-    return bm, bn
+    """'32x64' -> (32, 64, False): token rows x weight rows of the kernel's tile; a trailing 'p'
+    ('128x128p') names the predecoded form (True)."""
+    pre = tile.endswith("p")
+    bm, bn = (int(x) for x in tile.rstrip("p").split("x"))
+    return bm, bn, pre
 
 
 def watchdog_entry(path: str):
@@ -49,13 +51,19 @@ def watchdog_entry(path: str):
         subprocess.run(cmd, check=True)
         lib = ctypes.CDLL(path)
     f = lib.lowbit_grouped_wgmma
-    f.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p]
+    f.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p] * 2
     f.restype = ctypes.c_int
+    ws_bytes = lib.lowbit_grouped_workspace_bytes
+    ws_bytes.argtypes = [ctypes.c_int] * 3
+    ws_bytes.restype = ctypes.c_longlong
 
     def run(a, a_s, b, b_s, mm, c, tile="128x128"):
-        bm, bn = parse_tile(tile)
+        bm, bn, pre = parse_tile(tile)
+        g, n, k = a.shape[0], b.shape[1], a.shape[2]
+        ws = torch.empty(ws_bytes(g, n, k), dtype=torch.uint8, device=a.device) if pre else None
         err = f(a.data_ptr(), a_s.data_ptr(), b.data_ptr(), b_s.data_ptr(), mm.data_ptr(), int(mm.dtype == torch.int64),
-                c.data_ptr(), a.shape[0], a.shape[1], b.shape[1], a.shape[2], bm, bn, torch.cuda.current_stream().cuda_stream)
+                c.data_ptr(), g, a.shape[1], n, k, bm, bn, None if ws is None else ws.data_ptr(),
+                torch.cuda.current_stream().cuda_stream)
         if err:
             raise RuntimeError(f"CUDA error {err}")
         return c

@@ -138,7 +138,7 @@ CUDA_TILES = load_solution(DEF, OWN_AUTHOR, "cuda_fp4_wgmma").TILES  # every til
 
 
 @pytest.mark.parametrize("name", CUDA_KERNEL)
-@pytest.mark.parametrize("tile", CUDA_TILES, ids=lambda t: f"{t[0]}x{t[1]}")
+@pytest.mark.parametrize("tile", CUDA_TILES, ids=lambda t: "x".join(map(str, t)))
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] in TILE_CASE_IDS], ids=lambda c: c[0])
 def test_cuda_kernel_at_every_tile(name, tile, case):
     cid, max_m, masked_m, how = case

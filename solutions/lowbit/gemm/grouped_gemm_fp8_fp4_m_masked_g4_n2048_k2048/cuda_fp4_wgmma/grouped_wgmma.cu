@@ -220,12 +220,72 @@ __device__ __forceinline__ int clamp_rows(const void* masked_m, int masked_m_is_
   return static_cast<int>(v < 0 ? 0 : (v > max_m ? max_m : v));
 }
 
-template <int BN>
+// The predecoded form's operand, written by predecode_kernel earlier in the same stream: B' of
+// every (group, 128-K block kb, weight row) as the 256 bytes of the row in a stage (the two
+// 64-K atoms' 128-byte rows, unswizzled, in the K order above), at ((grp * KB + kb) * n + row) * 256;
+// whole[(grp * KB + kb) * (n / 64) + row / 64]: 1 where all four scales of each of those 64 rows
+// fold whole (B' is then exact), else 0.
+struct Predecoded {
+  const uint8_t* b;
+  const uint32_t* whole;
+};
+
+// The predecoded form's first pass: B' of the whole fold for every weight row and block of the
+// groups that have rows (a group without rows has no tile that reads it). CTA (x, y, grp): 64
+// weight rows and the blocks kb = 2 y, 2 y + 1 (where k has it); thread (r, h, s) = (tid / 8, (tid / 4) % 2,
+// tid % 4) sub-block s of block 2 y + h of row 64 x + r, so that a warp reads four rows' 128
+// contiguous bytes: its 16 bytes of codes times its scale, the four 16-byte chunks 4 (s % 2) + b
+// of atom s / 2 (the producer's decode writes the same chunks).
+constexpr int PREDECODE_THREADS = 512;
+
+__global__ void __launch_bounds__(PREDECODE_THREADS)
+    predecode_kernel(const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
+                     const void* __restrict__ masked_m, int masked_m_is_64, int max_m, int n, int k,
+                     uint8_t* __restrict__ b_pre, uint32_t* __restrict__ whole) {
+  __shared__ int not_whole[2];
+  const int grp = blockIdx.z, KB = k / 128;
+  if (clamp_rows(masked_m, masked_m_is_64, grp, max_m) == 0) return;
+  const int r = threadIdx.x >> 3, h = (threadIdx.x >> 2) & 1, s = threadIdx.x & 3, kb = 2 * blockIdx.y + h;
+  if (threadIdx.x < 2) not_whole[threadIdx.x] = 0;
+  __syncthreads();
+  const bool in = kb < KB;
+  const size_t row = static_cast<size_t>(grp) * n + blockIdx.x * 64 + r;
+  uint4 q = make_uint4(0u, 0u, 0u, 0u);
+  uint32_t bits = 0u;
+  if (in) {
+    q = __ldg(reinterpret_cast<const uint4*>(b_fp4 + row * (k / 2) + kb * 64 + s * 16));
+    bits = __float_as_uint(__ldg(b_scale + row * (k / 32) + kb * 4 + s));
+  }
+  const int e = static_cast<int>((bits >> 23) & 0xffu);
+  const bool ok = (bits & 0x807fffffu) == 0u && e >= WHOLE_E_MIN && e <= WHOLE_E_MAX;  // fold_row's whole
+  if (in && !ok) not_whole[h] = 1;
+  const uint32_t f = f16_pow2(ok ? e - 127 : 0);
+  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+  uint32_t dec[4][4];
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    e2m1x8_to_f16x2x4(w[t], dec[t]);
+#pragma unroll
+    for (int b = 0; b < 4; ++b) dec[t][b] = f16x2_mul(dec[t][b], f | (f << 16));
+  }
+  uint4* dst = reinterpret_cast<uint4*>(b_pre + ((static_cast<size_t>(grp) * KB + kb) * n + blockIdx.x * 64 + r) * 256 +
+                                        (s >> 1) * 128 + (s & 1) * 64);
+  if (in) {
+#pragma unroll
+    for (int b = 0; b < 4; ++b) dst[b] = make_uint4(dec[0][b], dec[1][b], dec[2][b], dec[3][b]);
+  }
+  __syncthreads();
+  if (threadIdx.x < 2 && 2 * blockIdx.y + threadIdx.x < KB)
+    whole[(static_cast<size_t>(grp) * KB + 2 * blockIdx.y + threadIdx.x) * (n / 64) + blockIdx.x] =
+        not_whole[threadIdx.x] ? 0u : 1u;
+}
+
+template <int BN, bool PRE>
 __global__ void __launch_bounds__(THREADS, 1)
     grouped_wgmma_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
                          const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
                          const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c,
-                         int groups, int max_m, int n, int k) {
+                         int groups, int max_m, int n, int k, Predecoded pre) {
   using S = Smem<BN>;
   constexpr int STAGE_BYTES = S::STAGE_BYTES, ATOM_BYTES = S::ATOM_BYTES, RAW_BYTES = S::RAW_BYTES;
   constexpr int ROWS = BN / 32;  // weight rows a producer thread decodes a stage: lane + 32 i
@@ -328,6 +388,47 @@ __global__ void __launch_bounds__(THREADS, 1)
       int grp, m0, n0;
       tile_of(tile, grp, m0, n0);
       if (m0 >= clamp_rows(masked_m, masked_m_is_64, grp, max_m)) continue;
+      if constexpr (PRE) {
+        // every block of the tile's weight rows folded whole: B' is copied in from the first
+        // pass, 16 bytes a copy, chunk p + 128 i = (row p / 16 + 8 i, atom (p / 8) % 2, chunk
+        // p % 8), swizzled by row % 8; each thread's copies of a stage land (wait_group), are
+        // fenced for the tensor cores and the thread arrives, STAGES - 1 stages in flight
+        bool tile_whole = true;
+        for (int i = lane; i < KT * (BN / 64); i += 32)
+          tile_whole = tile_whole && __ldg(pre.whole + (static_cast<size_t>(grp) * KB + i / (BN / 64)) * (n / 64) +
+                                           n0 / 64 + i % (BN / 64)) != 0u;
+        if (__all_sync(0xffffffffu, tile_whole)) {
+          const uint8_t* src = pre.b + (static_cast<size_t>(grp) * KB * n + n0) * 256 + p * 16;
+          const uint32_t r16 = p >> 4;
+          const uint32_t dst0 = base + ((p >> 3) & 1) * ATOM_BYTES + r16 * 128 + (((p & 7) ^ (r16 & 7)) << 4);
+          const uint32_t gs0 = gs;
+          auto copy_pre = [&](int st) {
+            const uint32_t gst = gs0 + st;
+            mbar_wait(&empty[gst % STAGES], ((gst / STAGES) & 1) ^ 1);
+            const uint32_t dst = dst0 + (gst % STAGES) * STAGE_BYTES;
+            const uint8_t* from = src + static_cast<size_t>(st) * n * 256;
+#pragma unroll
+            for (int i = 0; i < BN / 8; ++i) cp_async16(dst + i * 1024, from + i * 2048);
+          };
+#pragma unroll
+          for (int st = 0; st < STAGES - 1; ++st) {
+            if (st < KT) copy_pre(st);
+            cp_async_commit();
+          }
+#pragma unroll 1
+          for (int it = 0; it < KT; ++it) {
+            cp_async_wait<STAGES - 2>();  // this thread's copies of stage it have landed
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            const int slot = gs % STAGES;
+            if (lane == 0) flags[slot * 4 + s] = 0u;  // whole: the consumers promote by a_scale only
+            mbar_arrive(&full[slot]);
+            ++gs;
+            if (it + STAGES - 1 < KT) copy_pre(it + STAGES - 1);
+            cp_async_commit();
+          }
+          continue;
+        }
+      }
       // copies: thread p moves chunk c = p + 128 i (row c / 4, sub-block c % 4): four threads read
       // one row's 64 contiguous bytes
       const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16;
@@ -799,13 +900,9 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
 
 constexpr int MAX_DEVICES = 64;
 
-using KernelFn = void (*)(const uint8_t*, const float*, const uint8_t*, const float*, const void*, int,
-                         __nv_bfloat16*, int, int, int, int);
-
 // One persistent CTA an SM over `tiles` tiles; KERNEL's shared-memory limit is raised once per device.
-template <KernelFn KERNEL, int THREADS_, int SMEM_BYTES>
-int launch(long long tiles, const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
-           const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k, cudaStream_t stream) {
+template <auto KERNEL, int THREADS_, int SMEM_BYTES, typename... Args>
+int launch(long long tiles, cudaStream_t stream, Args... args) {
   static bool configured[MAX_DEVICES] = {};
   static int sms[MAX_DEVICES] = {};
   int dev = 0;
@@ -819,12 +916,9 @@ int launch(long long tiles, const void* a_fp8, const void* a_scale, const void* 
     if (e != cudaSuccess) return static_cast<int>(e);
     configured[dev] = true;
   }
-  cudaGetLastError();  // an earlier, unrelated error must not be reported as this launch's
   if (tiles >= (1LL << 30)) return static_cast<int>(cudaErrorInvalidValue);  // tile + gridDim.x stays an int
   dim3 grid(static_cast<unsigned>(tiles < sms[dev] ? tiles : sms[dev]));
-  KERNEL<<<grid, THREADS_, SMEM_BYTES, stream>>>(
-      static_cast<const uint8_t*>(a_fp8), static_cast<const float*>(a_scale), static_cast<const uint8_t*>(b_fp4),
-      static_cast<const float*>(b_scale), masked_m, masked_m_is_64, static_cast<__nv_bfloat16*>(c), g, max_m, n, k);
+  KERNEL<<<grid, THREADS_, SMEM_BYTES, stream>>>(args...);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -844,22 +938,53 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 // masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
 // 16-byte aligned; tile bm x bn (token rows x weight rows): 128 x 64 or 128 x 128 (weights
 // decoded by a producer warpgroup), or 32 x 64 (the tokens-as-N form); n % bn == 0, k % 128 == 0.
-// Returns a cudaError_t code.
+// workspace: null, or (128 x 64 and 128 x 128 only) 16-byte aligned, of
+// lowbit_grouped_workspace_bytes(g, n, k) bytes, not in use by another call: the predecoded
+// form, a first pass writing B' there for the producer to copy. Returns a cudaError_t code.
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
-                                    int bm, int bn, void* stream) {
+                                    int bm, int bn, void* workspace, void* stream) {
   if (g <= 0 || max_m <= 0) return 0;
-  const bool tile_ok = (bm == 128 && (bn == 64 || bn == 128)) || (bm == SW_TN && bn == SW_ROWS);
+  const bool tile_ok = (bm == 128 && (bn == 64 || bn == 128)) || (bm == SW_TN && bn == SW_ROWS && !workspace);
   if (!tile_ok || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cudaGetLastError();  // an earlier, unrelated error must not be reported as this call's
+  const auto a8 = static_cast<const uint8_t*>(a_fp8);
+  const auto as = static_cast<const float*>(a_scale);
+  const auto b4 = static_cast<const uint8_t*>(b_fp4);
+  const auto bs = static_cast<const float*>(b_scale);
+  const auto cc = static_cast<__nv_bfloat16*>(c);
   const long long m_tiles = (static_cast<long long>(max_m) + 127) / 128;
   if (bm == SW_TN)  // a CTA owns SW_ROWS weight rows and all token rows of a group
     return launch<grouped_swapped_kernel<SW_TN, SW_SPLIT>, SW_SPLIT * 128, SwSmem<SW_TN, SW_SPLIT>::BYTES>(
-        static_cast<long long>(g) * (n / SW_ROWS), a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g,
-        max_m, n, k, s);
+        static_cast<long long>(g) * (n / SW_ROWS), s, a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k);
+  const long long tiles = g * m_tiles * (n / bn);
+  if (workspace) {
+    const int KB = k / 128;
+    Predecoded pre{static_cast<const uint8_t*>(workspace),
+                   reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(workspace) +
+                                                     static_cast<size_t>(g) * KB * n * 256)};
+    if (g > 65535) return static_cast<int>(cudaErrorInvalidValue);
+    predecode_kernel<<<dim3(n / 64, (KB + 1) / 2, g), PREDECODE_THREADS, 0, s>>>(b4, bs, masked_m, masked_m_is_64, max_m, n, k,
+                                                        static_cast<uint8_t*>(workspace), const_cast<uint32_t*>(pre.whole));
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return static_cast<int>(e);
+    if (bn == 64)
+      return launch<grouped_wgmma_kernel<64, true>, THREADS, Smem<64>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
+                                                                               masked_m_is_64, cc, g, max_m, n, k, pre);
+    return launch<grouped_wgmma_kernel<128, true>, THREADS, Smem<128>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
+                                                                                masked_m_is_64, cc, g, max_m, n, k, pre);
+  }
+  const Predecoded none{nullptr, nullptr};
   if (bn == 64)
-    return launch<grouped_wgmma_kernel<64>, THREADS, Smem<64>::BYTES>(
-        g * m_tiles * (n / 64), a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
-  return launch<grouped_wgmma_kernel<128>, THREADS, Smem<128>::BYTES>(
-      g * m_tiles * (n / 128), a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m, n, k, s);
+    return launch<grouped_wgmma_kernel<64, false>, THREADS, Smem<64>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
+                                                                              masked_m_is_64, cc, g, max_m, n, k, none);
+  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
+                                                                               masked_m_is_64, cc, g, max_m, n, k, none);
+}
+
+// Bytes of the predecoded form's workspace: B' (256 a weight row a 128-K block) and the whole flags.
+extern "C" long long lowbit_grouped_workspace_bytes(int g, int n, int k) {
+  const long long blocks = static_cast<long long>(g) * (k / 128);
+  return blocks * n * 256 + blocks * (n / 64) * 4;
 }

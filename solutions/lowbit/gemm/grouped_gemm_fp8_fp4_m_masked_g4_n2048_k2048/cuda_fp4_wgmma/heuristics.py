@@ -4,7 +4,9 @@
 operand by the threads that multiply them, four warpgroups a CTA splitting K, for groups of few
 token rows. The others are the producer form: a persistent CTA an SM walks tiles of 128 token
 rows by BN weight rows, and its producer warpgroup's decode of BN rows a stage is the critical
-path; 64-wide tiles halve it where 128-wide ones would leave SMs idle. Rows are counted from
+path; 64-wide tiles halve it where 128-wide ones would leave SMs idle. The predecoded form is
+the producer form fed by a first pass that decodes each weight once into a workspace: the
+producer only copies, where each weight row is read by enough tiles. Rows are counted from
 expected_m when the caller gives it (a hint: a wrong one costs time, never correctness), else
 from max_m.
 """
@@ -13,7 +15,9 @@ from max_m.
 RULES = (
     (32, None, (32, 64), "few rows: no producer handoff, the decode spread over 16 warps"),
     (None, 66, (128, 64), "128 x 64 tiles still fit one wave of 132 SMs and halve the decode a stage"),
-    (None, None, (128, 128), "enough tiles: each decoded B stage feeds 128 token rows and 128 columns"),
+    (512, None, (128, 128), "enough tiles: each decoded B stage feeds 128 token rows and 128 columns"),
+    (None, None, (128, 128, "predecoded"), "each weight row read by 5+ tiles: decoding it once in a first pass "
+                                           "(~15 us) pays back; then L2 traffic (fp16 B' is 4x the codes) sets the pace"),
 )
 
 

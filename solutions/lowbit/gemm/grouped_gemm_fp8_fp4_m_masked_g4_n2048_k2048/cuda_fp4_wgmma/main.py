@@ -1,8 +1,9 @@
 """M-masked grouped FP8 x FP4 GEMM (definition grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048) on
 Hopper's wgmma with f16 operands and fp32 accumulation, exact (grouped_wgmma.cu says why and
-how), one launch: for groups of few rows the weights decoded from FP4 straight into the MMA's
-register operand (tokens-as-N form), else into shared memory by a producer warpgroup under the
-MMAs.
+how): for groups of few rows the weights decoded from FP4 straight into the MMA's register
+operand (tokens-as-N form), else into shared memory by a producer warpgroup under the MMAs (one
+launch each); for many rows a first pass decodes every weight once into a workspace, and the
+producer copies it in (predecoded form, two launches).
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
@@ -10,11 +11,12 @@ Entry points:
   only picks the tile (heuristics.py); tiles past masked_m only write zeros.
 - ``grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None,
   tile=None)``: any g >= 0, max_m >= 0, n a multiple of 128 and k a positive multiple of 128;
-  tile (token rows, weight rows), one of TILES, overrides the heuristic.
+  tile, one of TILES ((token rows, weight rows), + "predecoded" for that form), overrides the
+  heuristic.
 
 Needs a Hopper GPU (sm_90a). masked_m is read on the device, never synchronised. Nothing is
 kept across calls but the plan of a shape and the compiled library (build.py builds it on
-first use).
+first use); the predecoded form's workspace is allocated per call.
 """
 
 import ctypes
@@ -30,7 +32,7 @@ from .heuristics import tile_shape
 
 _HERE = Path(__file__).resolve().parent
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
-TILES = ((32, 64), (128, 64), (128, 128))  # the kernel's instantiations
+TILES = ((32, 64), (128, 64), (128, 128), (128, 128, "predecoded"))  # the kernel's instantiations
 
 
 class _Plan(NamedTuple):
@@ -43,6 +45,7 @@ class _Plan(NamedTuple):
     dev: int = 0
     bm: int = 128
     bn: int = 128
+    workspace_bytes: int = 0  # > 0: the predecoded form
 
 
 _PLANS = {}
@@ -50,14 +53,19 @@ _ENTRY = None
 
 
 def entry():
-    """lowbit_grouped_wgmma(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m,
-    n, k, bm, bn, stream) -> cudaError_t code."""
+    """The built library (build.py) with its entries' argument types set:
+    lowbit_grouped_wgmma(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m,
+    n, k, bm, bn, workspace, stream) -> cudaError_t code, and
+    lowbit_grouped_workspace_bytes(g, n, k) -> the predecoded form's workspace size."""
     global _ENTRY
     if _ENTRY is None:
-        fn = library(_HERE / "grouped_wgmma.cu", [_HERE / "hopper_ptx.cuh", _HERE / "wgmma_dense.cuh"]).lowbit_grouped_wgmma
-        fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p]
+        lib = library(_HERE / "grouped_wgmma.cu", [_HERE / "hopper_ptx.cuh", _HERE / "wgmma_dense.cuh"])
+        fn = lib.lowbit_grouped_wgmma
+        fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p] * 2
         fn.restype = ctypes.c_int
-        _ENTRY = fn
+        lib.lowbit_grouped_workspace_bytes.argtypes = [ctypes.c_int] * 3
+        lib.lowbit_grouped_workspace_bytes.restype = ctypes.c_longlong
+        _ENTRY = lib
     return _ENTRY
 
 
@@ -77,8 +85,9 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
     if g == 0 or max_m == 0:
         return _Plan(True)
     rows = max_m if expected_m is None else min(max(int(expected_m), 1), max_m)
-    bm, bn = tile_shape(g, rows, n) if tile is None else tuple(tile)
-    return _Plan(False, g, max_m, n, k, int(masked_m.dtype == torch.int64), dev.index, bm, bn)
+    bm, bn, *form = tile_shape(g, rows, n) if tile is None else tuple(tile)
+    ws = entry().lowbit_grouped_workspace_bytes(g, n, k) if form else 0
+    return _Plan(False, g, max_m, n, k, int(masked_m.dtype == torch.int64), dev.index, bm, bn, ws)
 
 
 def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None, tile=None,
@@ -116,12 +125,16 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
         names = ("a_fp8", "a_scale", "b_fp4", "b_scale", "masked_m", "c")
         bad = next(nm for nm, p in zip(names, ptrs) if nm != "masked_m" and p % 16)
         raise ValueError(f"{bad}: expected a 16-byte aligned tensor")
-    args = (*ptrs[:5], plan.masked_m_is_64, ptrs[5], plan.g, plan.max_m, plan.n, plan.k, plan.bm, plan.bn)
+    # a fresh workspace a call (the caching allocator's): calls on other streams never share one
+    ws = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=c.device) if plan.workspace_bytes else None
+    args = (*ptrs[:5], plan.masked_m_is_64, ptrs[5], plan.g, plan.max_m, plan.n, plan.k, plan.bm, plan.bn,
+            None if ws is None else ws.data_ptr())
+    fn = (_ENTRY or entry()).lowbit_grouped_wgmma
     if torch.cuda.current_device() != plan.dev:  # the launch goes to the current device
         with torch.cuda.device(plan.dev):
-            err = entry()(*args, torch._C._cuda_getCurrentRawStream(plan.dev))
+            err = fn(*args, torch._C._cuda_getCurrentRawStream(plan.dev))
     else:
-        err = entry()(*args, torch._C._cuda_getCurrentRawStream(plan.dev))
+        err = fn(*args, torch._C._cuda_getCurrentRawStream(plan.dev))
     if err:
         raise RuntimeError(f"grouped_wgmma launch failed: CUDA error {err}")
     return c
