@@ -405,10 +405,12 @@ __global__ void __launch_bounds__(THREADS, 1)
           auto copy_pre = [&](int st) {
             const uint32_t gst = gs0 + st;
             mbar_wait(&empty[gst % STAGES], ((gst / STAGES) & 1) ^ 1);
+            STAGE_TRACE(gst, 1, p == 0);  // slot free
             const uint32_t dst = dst0 + (gst % STAGES) * STAGE_BYTES;
             const uint8_t* from = src + static_cast<size_t>(st) * n * 256;
 #pragma unroll
             for (int i = 0; i < BN / 8; ++i) cp_async16(dst + i * 1024, from + i * 2048);
+            STAGE_TRACE(gst, 8, p == 0);  // copies issued
           };
 #pragma unroll
           for (int st = 0; st < STAGES - 1; ++st) {
@@ -418,7 +420,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll 1
           for (int it = 0; it < KT; ++it) {
             cp_async_wait<STAGES - 2>();  // this thread's copies of stage it have landed
+            STAGE_TRACE(gs, 0, p == 0);  // landed
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            STAGE_TRACE(gs, 3, p == 0);  // fenced
             const int slot = gs % STAGES;
             if (lane == 0) flags[slot * 4 + s] = 0u;  // whole: the consumers promote by a_scale only
             mbar_arrive(&full[slot]);

@@ -130,8 +130,8 @@ def _launch(lib, plan, ptrs, c):
         if err:
             raise RuntimeError(f"sparse few-rows kernel launch failed: CUDA error {err}")
         return c
-    a16 = torch.empty((plan.m, plan.k), dtype=torch.bfloat16, device=c.device)
-    b16 = torch.empty((plan.n, plan.k), dtype=torch.bfloat16, device=c.device)
+    ab16 = torch.empty((plan.m + plan.n, plan.k), dtype=torch.bfloat16, device=c.device)  # one allocation
+    a16, b16 = ab16[:plan.m], ab16[plan.m:]  # b16 starts m k 2 bytes in: 16-byte aligned as k % 128 == 0
     err = lib.lowbit_sparse_dense_operands(*ptrs[:3], a16.data_ptr(), b16.data_ptr(), plan.m, plan.n, plan.k, stream)
     if err:
         raise RuntimeError(f"sparse dense-operands launch failed: CUDA error {err}")
