@@ -209,8 +209,11 @@ def test_producer_stores_where_the_consumers_k_order_reads(bn):
 # ---- the predecoded form: the first pass's B' rows, copied into the stage by the producer ----
 def predecode_offset(row: int, s: int, t: int, b: int) -> int:
     """Byte offset in a weight row's 256 bytes of B' (one 128-K block) where predecode_kernel's
-    thread (row, s) puts element t of its store b: dst = (s >> 1) * 128 + (s & 1) * 64, dst[b]."""
-    return (s >> 1) * 128 + (s & 1) * 64 + 16 * b + 4 * t
+    thread (row, s) puts element t of its staged chunk b: chunk (row % 4) * 16 + (s >> 1) * 8 +
+    (s & 1) * 4 + b of its warp's 1 KiB (rows 4 warp .. + 3 of the block), which the warp's
+    stores copy to global memory in order."""
+    chunk = (row % 4) * 16 + (s >> 1) * 8 + (s & 1) * 4 + b
+    return chunk * 16 + 4 * t - (row % 4) * 256
 
 
 def predecoded_copy(p: int, i: int, bn: int) -> tuple:
@@ -229,7 +232,9 @@ def test_predecoded_copies_land_where_the_decode_stores(bn):
     copies, the stage offset where the producer's own decode stores it, and the copies tile the
     stage exactly once."""
     assert "for (int i = 0; i < BN / 8; ++i) cp_async16(dst + i * 1024, from + i * 2048);" in SRC
-    assert "(s >> 1) * 128 + (s & 1) * 64);" in SRC and "dst[b] = make_uint4(dec[0][b], dec[1][b], dec[2][b], dec[3][b]);" in SRC
+    assert "[(r & 3) * 16 + (s >> 1) * 8 + (s & 1) * 4];" in SRC
+    assert "mine[b] = make_uint4(dec[0][b], dec[1][b], dec[2][b], dec[3][b]);" in SRC
+    assert "4 * warp) * 256)[chunk] = staged[warp][hh][chunk];" in SRC
     where = {}  # (row, byte in the row's B') -> stage offset
     for p in range(128):
         for i in range(bn // 8):

@@ -235,7 +235,10 @@ struct Predecoded {
 // weight rows and the blocks kb = 2 y, 2 y + 1 (where k has it); thread (r, h, s) = (tid / 8, (tid / 4) % 2,
 // tid % 4) sub-block s of block 2 y + h of row 64 x + r, so that a warp reads four rows' 128
 // contiguous bytes: its 16 bytes of codes times its scale, the four 16-byte chunks 4 (s % 2) + b
-// of atom s / 2 (the producer's decode writes the same chunks).
+// of atom s / 2 (the producer's decode writes the same chunks). A warp's B' is four rows of each
+// of its two blocks, 1 KiB contiguous a block: staged in shared memory, so that each store
+// instruction writes 512 contiguous bytes (a thread's own four 16-byte stores would each write
+// half sectors).
 constexpr int PREDECODE_THREADS = 512;
 
 __global__ void __launch_bounds__(PREDECODE_THREADS)
@@ -243,6 +246,7 @@ __global__ void __launch_bounds__(PREDECODE_THREADS)
                      const void* __restrict__ masked_m, int masked_m_is_64, int max_m, int n, int k,
                      uint8_t* __restrict__ b_pre, uint32_t* __restrict__ whole) {
   __shared__ int not_whole[2];
+  __shared__ uint4 staged[PREDECODE_THREADS / 32][2][64];  // [warp][h][16-byte chunk of the 1 KiB]
   const int grp = blockIdx.z, KB = k / 128;
   if (clamp_rows(masked_m, masked_m_is_64, grp, max_m) == 0) return;
   const int r = threadIdx.x >> 3, h = (threadIdx.x >> 2) & 1, s = threadIdx.x & 3, kb = 2 * blockIdx.y + h;
@@ -268,11 +272,18 @@ __global__ void __launch_bounds__(PREDECODE_THREADS)
 #pragma unroll
     for (int b = 0; b < 4; ++b) dec[t][b] = f16x2_mul(dec[t][b], f | (f << 16));
   }
-  uint4* dst = reinterpret_cast<uint4*>(b_pre + ((static_cast<size_t>(grp) * KB + kb) * n + blockIdx.x * 64 + r) * 256 +
-                                        (s >> 1) * 128 + (s & 1) * 64);
-  if (in) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  uint4* mine = &staged[warp][h][(r & 3) * 16 + (s >> 1) * 8 + (s & 1) * 4];  // its 64 bytes of the warp's block h
 #pragma unroll
-    for (int b = 0; b < 4; ++b) dst[b] = make_uint4(dec[0][b], dec[1][b], dec[2][b], dec[3][b]);
+  for (int b = 0; b < 4; ++b) mine[b] = make_uint4(dec[0][b], dec[1][b], dec[2][b], dec[3][b]);
+  __syncwarp();
+  // the warp's rows 64 x + 4 warp .. + 3 of block 2 y + hh: chunk lane + 32 i of their 1 KiB
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int hh = i >> 1, chunk = lane + 32 * (i & 1);
+    if (2 * blockIdx.y + hh < KB)
+      reinterpret_cast<uint4*>(b_pre + ((static_cast<size_t>(grp) * KB + 2 * blockIdx.y + hh) * n + blockIdx.x * 64 +
+                                        4 * warp) * 256)[chunk] = staged[warp][hh][chunk];
   }
   __syncthreads();
   if (threadIdx.x < 2 && 2 * blockIdx.y + threadIdx.x < KB)
