@@ -17,7 +17,7 @@ RULES = (
     (None, 66, (128, 64), "128 x 64 tiles still fit one wave of 132 SMs and halve the decode a stage"),
     (512, None, (128, 128), "enough tiles: each decoded B stage feeds 128 token rows and 128 columns"),
     (None, None, (128, 128, "predecoded"), "each weight row read by 5+ tiles: decoding it once in a first pass "
-                                           "(~15 us) pays back; then L2 traffic (fp16 B' is 4x the codes) sets the pace"),
+                                           "(~10 us) pays back; the consumers' A latency then sets the pace"),
 )
 
 
