@@ -939,6 +939,9 @@ int launch(long long tiles, cudaStream_t stream, Args... args) {
 
 constexpr int SW_TN = 32, SW_SPLIT = 4;  // the tokens-as-N form's instantiation: 32 token rows, K split 4 ways
 
+// The predecoded form's B' in its workspace: 256 bytes a weight row a 128-K block; the flags follow.
+long long predecoded_b_bytes(int g, int n, int k) { return static_cast<long long>(g) * (k / 128) * n * 256; }
+
 }  // namespace
 
 #ifdef LOWBIT_STAGE_TRACE
@@ -953,14 +956,14 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 // masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
 // 16-byte aligned; tile bm x bn (token rows x weight rows): 128 x 64 or 128 x 128 (weights
 // decoded by a producer warpgroup), or 32 x 64 (the tokens-as-N form); n % bn == 0, k % 128 == 0.
-// workspace: null, or (128 x 64 and 128 x 128 only) 16-byte aligned, of
+// workspace: null, or (128 x 128 only) 16-byte aligned, of
 // lowbit_grouped_workspace_bytes(g, n, k) bytes, not in use by another call: the predecoded
 // form, a first pass writing B' there for the producer to copy. Returns a cudaError_t code.
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
                                     int bm, int bn, void* workspace, void* stream) {
   if (g <= 0 || max_m <= 0) return 0;
-  const bool tile_ok = (bm == 128 && (bn == 64 || bn == 128)) || (bm == SW_TN && bn == SW_ROWS && !workspace);
+  const bool tile_ok = (bm == 128 && (bn == 128 || (bn == 64 && !workspace))) || (bm == SW_TN && bn == SW_ROWS && !workspace);
   if (!tile_ok || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaGetLastError();  // an earlier, unrelated error must not be reported as this call's
@@ -975,18 +978,14 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
         static_cast<long long>(g) * (n / SW_ROWS), s, a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k);
   const long long tiles = g * m_tiles * (n / bn);
   if (workspace) {
-    const int KB = k / 128;
-    Predecoded pre{static_cast<const uint8_t*>(workspace),
-                   reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(workspace) +
-                                                     static_cast<size_t>(g) * KB * n * 256)};
     if (g > 65535) return static_cast<int>(cudaErrorInvalidValue);
-    predecode_kernel<<<dim3(n / 64, (KB + 1) / 2, g), PREDECODE_THREADS, 0, s>>>(b4, bs, masked_m, masked_m_is_64, max_m, n, k,
-                                                        static_cast<uint8_t*>(workspace), const_cast<uint32_t*>(pre.whole));
+    uint8_t* b_pre = static_cast<uint8_t*>(workspace);
+    uint32_t* whole = reinterpret_cast<uint32_t*>(b_pre + predecoded_b_bytes(g, n, k));
+    predecode_kernel<<<dim3(n / 64, (k / 128 + 1) / 2, g), PREDECODE_THREADS, 0, s>>>(
+        b4, bs, masked_m, masked_m_is_64, max_m, n, k, b_pre, whole);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return static_cast<int>(e);
-    if (bn == 64)
-      return launch<grouped_wgmma_kernel<64, true>, THREADS, Smem<64>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
-                                                                               masked_m_is_64, cc, g, max_m, n, k, pre);
+    const Predecoded pre{b_pre, whole};
     return launch<grouped_wgmma_kernel<128, true>, THREADS, Smem<128>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
                                                                                 masked_m_is_64, cc, g, max_m, n, k, pre);
   }
@@ -998,8 +997,7 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
                                                                                masked_m_is_64, cc, g, max_m, n, k, none);
 }
 
-// Bytes of the predecoded form's workspace: B' (256 a weight row a 128-K block) and the whole flags.
+// Bytes of the predecoded form's workspace: B' (predecoded_b_bytes), then the whole flags.
 extern "C" long long lowbit_grouped_workspace_bytes(int g, int n, int k) {
-  const long long blocks = static_cast<long long>(g) * (k / 128);
-  return blocks * n * 256 + blocks * (n / 64) * 4;
+  return predecoded_b_bytes(g, n, k) + static_cast<long long>(g) * (k / 128) * (n / 64) * 4;
 }
