@@ -281,7 +281,7 @@ RAW_SRC = [
     "const uint32_t raw_copy = base + S::OFF_RAW + (p & 3) * 512 + (p >> 2) * 16;",
     "const uint32_t raw = base + S::OFF_RAW + s * 512 + lane * 16;",
     "const size_t src_row32 = static_cast<size_t>(32) * (k / 2);",
-    "(static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16;",
+    "(static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16 + kb0 * 64;",
     "for (int i = 0; i < ROWS; ++i) cp_async16(raw_copy + slot + i * 2048, src + i * src_row32 + st * 64);",
     "uint4 codes = ld_shared16(slot_raw);",
     "if (i + 1 < ROWS) codes = ld_shared16(slot_raw + (i + 1) * 2048);",
@@ -475,6 +475,98 @@ def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bn):
         assert max(per_cta) - min(per_cta) <= 1
 
 
+SPLIT_MAX, SPLIT_CTAS = const("SPLIT_MAX"), const("SPLIT_CTAS")
+WALK_SRC = [
+    "if (PRE && listed && G <= SPLIT_CTAS && busy % G != 0) {",
+    "run = max(((busy % G) * KT + G - 1) / G, (KT + SPLIT_MAX - 1) / SPLIT_MAX);",
+    "if (run >= KT) run = 0;",
+    "const int whole_tiles = run ? busy - busy % G : busy;",
+    "const int u0 = min(bx * run, tail_units), u1 = min(u0 + run, tail_units);",
+    "const int n_seg = u0 == u1 ? 0 : ((u1 - 1) / KT != u0 / KT ? 2 : 1);",
+    "const int z_first = ((bx - busy % G) % G + G) % G;",
+    "s_walk[0] = bx < whole_tiles ? (whole_tiles - bx + G - 1) / G : 0;",
+    "s_walk[3] = z_first < total - busy ? (total - busy - z_first + G - 1) / G : 0;",
+    "const int u = w == 0 ? u0 : (u0 / KT + 1) * KT, tt = u / KT, end = min(u1, (tt + 1) * KT);",
+    "seg[3] = u % KT ? PARTIAL : OWNER;",
+    "const int last = ((item.tile - s_walk[4] + 1) * KT - 1) / s_walk[5];",
+    "for (int j = blockIdx.x + 1; j <= last; ++j)",
+]
+
+
+def walk(busy: int, total: int, grid: int, kt: int, pre: bool = True):
+    """Each CTA's work items (list index, first stage, end stage, role), ported from thread 0's
+    walk and item_of; and the split tail's run (0: none)."""
+    run = 0
+    if pre and grid <= SPLIT_CTAS and busy % grid:
+        run = max(-(-(busy % grid) * kt // grid), -(-kt // SPLIT_MAX))
+        run = 0 if run >= kt else run
+    whole = busy - busy % grid if run else busy
+    units = (busy - whole) * kt
+    items = []
+    for bx in range(grid):
+        mine = [(t, 0, kt, "whole") for t in range(bx, whole, grid)]
+        u0, u1 = min(bx * run, units), min(bx * run + run, units)
+        u = u0
+        while u < u1:
+            tt = u // kt
+            end = min(u1, (tt + 1) * kt)
+            mine.append((whole + tt, u - tt * kt, end - tt * kt, "partial" if u % kt else "owner"))
+            u = end
+        z_first = (bx - busy % grid) % grid
+        mine += [(busy + z, 0, kt, "whole") for z in range(z_first, total - busy, grid)]
+        items.append(mine)
+    return items, run, whole
+
+
+@pytest.mark.parametrize("busy, total, grid", [
+    (416, 448, 132), (800, 800, 132), (464, 512, 132), (400, 512, 132), (48, 128, 128), (256, 256, 132),
+    (133, 140, 132), (131, 140, 132), (1, 512, 132), (264, 300, 132), (7, 7, 7), (5000, 5000, 132), (300, 300, 160),
+])
+@pytest.mark.parametrize("kt", [16, 5, 1])
+def test_split_tail_covers_every_stage_once(busy, total, grid, kt):
+    """The predecoded form's walk: every stage of every busy tile is computed by exactly one CTA
+    and every zero tile stored by one; whole tiles round-robin as before; a split tile has one
+    owner (the segment of its stage 0), at most SPLIT_MAX parts, and exactly CTAs owner + 1 ..
+    last (the kernel's formula) hold its other segments, each a partial; a CTA holds at most one
+    partial (its workspace slot), first in its run, and an owner segment last."""
+    for line in WALK_SRC:
+        assert line in SRC, line
+    items, run, whole = walk(busy, total, grid, kt)
+    assert run < kt
+    stages = {}
+    for bx, mine in enumerate(items):
+        for w, (t, kb0, kb1, role) in enumerate(mine):
+            assert 0 <= kb0 < kb1 <= kt
+            for st in range(kb0, kb1):
+                assert (t, st) not in stages
+                stages[(t, st)] = (bx, role)
+        parts = [w for w, it in enumerate(mine) if it[3] == "partial"]
+        owners = [w for w, it in enumerate(mine) if it[3] == "owner"]
+        assert len(parts) <= 1 and len(owners) <= 1
+        if parts and owners:
+            assert parts[0] < owners[0]
+    assert set(stages) == {(t, st) for t in range(busy) for st in range(kt)} | {(t, st) for t in range(busy, total) for st in range(kt)}
+    for t in range(whole, busy):
+        holders = sorted({stages[(t, st)][0] for st in range(kt)})
+        owner = stages[(t, 0)][0]
+        assert stages[(t, 0)][1] == "owner" and holders[0] == owner
+        last = ((t - whole + 1) * kt - 1) // run
+        assert holders == list(range(owner, last + 1)) and len(holders) <= SPLIT_MAX
+        assert all(stages[(t, st)][1] == "partial" for st in range(kt) if stages[(t, st)][0] != owner)
+    for t in range(whole):
+        assert {stages[(t, st)] for st in range(kt)} == {(t % grid, "whole")}
+    for t in range(busy, total):
+        assert {stages[(t, st)] for st in range(kt)} == {(t % grid, "whole")}
+    if run:  # the tail's stages are spread: no CTA holds more than run of them
+        tail = [sum(kb1 - kb0 for t, kb0, kb1, _ in mine if whole <= t < busy) for mine in items]
+        assert max(tail) == run
+
+
+def test_producer_form_walk_has_no_split():
+    items, run, whole = walk(416, 448, 132, 16, pre=False)
+    assert run == 0 and whole == 416 and all(role == "whole" for mine in items for *_, role in mine)
+
+
 @pytest.mark.parametrize("bn", BNS)
 def test_each_rows_fold_is_written_once_and_read_by_each_decoder(bn):
     """Producer thread (s, lane) folds row lane + 32 s where the tile has it and writes factor j of
@@ -504,49 +596,53 @@ RAW_STAGES = const("RAW_STAGES")
 RING_SRC = [  # the lines raw_ring_conflicts follows
     "const uint32_t gs0 = gs;",
     "const uint32_t slot = ((gs0 + st) % RAW_STAGES) * RAW_BYTES;",
-    "for (int st = 0; st < RAW_STAGES - 1; ++st) {\n        if (st < KT) copy_stage(st);",
+    "for (int st = 0; st < RAW_STAGES - 1; ++st) {\n        if (st < ns) copy_stage(st);",
     "const uint32_t slot_raw = raw + (gs % RAW_STAGES) * RAW_BYTES;  // gs = gs0 + it",
-    "if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);",
+    "if (it + RAW_STAGES - 1 < ns) copy_stage(it + RAW_STAGES - 1);",
 ]
 
 
-def raw_ring_conflicts(kt: int, tiles: int, slot_of):
-    """Copies that may land in a raw slot some producer warp may still read, over busy tiles of
-    kt stages: stage x is read between the producer barrier of x and that of x + 1. A copy issued
-    right after the barrier of x (for stage x + RAW_STAGES - 1) may meet readers of x; a tile's
-    first copies (its stages 0 .. RAW_STAGES - 2), issued by a warp done with the tile before
-    and ahead of the tile's first barrier, may meet readers of the stage before the tile (G - 1).
-    A copy's slot must differ from theirs, and each copy must not land before its slot's last
-    stage was read by everyone. slot_of(tile, stage in the tile) -> raw slot."""
+def raw_ring_conflicts(lengths, slot_of):
+    """Copies that may land in a raw slot some producer warp may still read, over a CTA's busy
+    work items of the given numbers of stages (whole tiles, split-tail segments): stage x is read
+    between the producer barrier of x and that of x + 1. A copy issued right after the barrier of
+    x (for stage x + RAW_STAGES - 1) may meet readers of x; an item's first copies (its stages
+    0 .. RAW_STAGES - 2), issued by a warp done with the item before and ahead of the item's
+    first barrier, may meet readers of the stage before the item. A copy's slot must differ from
+    theirs, and each copy must not land before its slot's last stage was read by everyone.
+    slot_of(item, stage in the item) -> raw slot."""
     bad = []
-    for tile in range(tiles):
-        for st in range(min(RAW_STAGES - 1, kt)):  # the tile's first copies
-            if tile and slot_of(tile, st) == slot_of(tile - 1, kt - 1):
-                bad.append((tile, st, "first copies"))
-        for it in range(kt):
+    for item, ns in enumerate(lengths):
+        for st in range(min(RAW_STAGES - 1, ns)):  # the item's first copies
+            if item and slot_of(item, st) == slot_of(item - 1, lengths[item - 1] - 1):
+                bad.append((item, st, "first copies"))
+        for it in range(ns):
             st = it + RAW_STAGES - 1
-            if st < kt and slot_of(tile, st) == slot_of(tile, it):
-                bad.append((tile, st, "in the loop"))
+            if st < ns and slot_of(item, st) == slot_of(item, it):
+                bad.append((item, st, "in the loop"))
     # every stage's slot holds it from its copy until its last reader: between the copy of stage
     # y and its reads, no other stage's copy lands in that slot
-    order = [(tile, st) for tile in range(tiles) for st in range(kt)]
-    for y, (tile, st) in enumerate(order):
+    order = [(item, st) for item, ns in enumerate(lengths) for st in range(ns)]
+    for y, (item, st) in enumerate(order):
         for z in range(y + 1, min(y + RAW_STAGES, len(order))):  # copies issued before y is read
-            if slot_of(*order[z]) == slot_of(tile, st):
-                bad.append((tile, st, "overwritten before read"))
+            if slot_of(*order[z]) == slot_of(item, st):
+                bad.append((item, st, "overwritten before read"))
     return bad
 
 
-@pytest.mark.parametrize("kt", [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17])
-def test_raw_ring_keeps_each_stage_until_read_across_tiles(kt):
-    """Raw slots counted over all tiles (gs0 + st) stay clear of every reader for any KT; counted
-    within the tile (st alone) they would not wherever KT % RAW_STAGES != 0 (the next tile's
-    first copies land in the slot of the tile's last stage, which a lagging warp still reads)."""
+@pytest.mark.parametrize("lengths", [[kt] * 5 for kt in (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17)]
+                         + [[16, 16, 3, 13], [16, 4], [16, 9, 7], [2, 14], [1, 15]])
+def test_raw_ring_keeps_each_stage_until_read_across_tiles(lengths):
+    """Raw slots counted over all of a CTA's stages (gs0 + st) stay clear of every reader for
+    any item lengths (KT, or the split tail's segments); counted within the item (st alone)
+    they would not wherever an item's length is no multiple of RAW_STAGES (the next item's
+    first copies land in the slot of the item's last stage, which a lagging warp still reads)."""
     for line in RING_SRC:
         assert line in SRC, line
-    assert raw_ring_conflicts(kt, 5, lambda tile, st: (tile * kt + st) % RAW_STAGES) == []
-    tile_local = raw_ring_conflicts(kt, 5, lambda tile, st: st % RAW_STAGES)
-    assert bool(tile_local) == (kt % RAW_STAGES != 0)
+    start = [sum(lengths[:i]) for i in range(len(lengths))]
+    assert raw_ring_conflicts(lengths, lambda item, st: (start[item] + st) % RAW_STAGES) == []
+    item_local = raw_ring_conflicts(lengths, lambda item, st: st % RAW_STAGES)
+    assert bool(item_local) == any(ns % RAW_STAGES for ns in lengths[:-1])
 
 
 # ---- the tokens-as-N form (grouped_swapped_kernel): tokens in shared memory, weights in registers ----

@@ -23,7 +23,9 @@
 // into the MMA's register operand.
 // Persistent: one CTA an SM walks the tiles (group, 128 token rows, BN weight rows; BN 128, or
 // 64 where 128-wide tiles would leave SMs idle); a tile wholly past masked_m costs its zero
-// stores only, not a CTA launch with 200 KB of shared memory.
+// stores only, not a CTA launch with 200 KB of shared memory. In the predecoded form the busy
+// tiles left after the last whole round are split along K over all CTAs, their partial sums
+// added through the workspace (the kernel's walk says how).
 // Data flow per tile (BM = 128 token rows, BN weight rows, one 128-K block a stage):
 //   producer warpgroup (warps 8-11; warp s handles sub-block s of every row, lane = row % 32):
 //       packed FP4 [BN, 64 B] and the rows' scales by cp.async into a raw ring RAW_STAGES deep
@@ -63,6 +65,11 @@ constexpr int WHOLE_E_MIN = 127 - 23, WHOLE_E_MAX = 127 + 13;  // scale exponent
 constexpr uint32_t MODE_PER_COLUMN = 1u, MODE_PER_SUBBLOCK = 2u;
 constexpr int SCHED_GROUPS = 64;  // groups whose tile counts a CTA keeps to hand out busy tiles first
 constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup's 128 threads
+constexpr int CONSUMER_BARRIER = 2;  // named barrier of the two consumer warpgroups' 256 threads
+// The predecoded form's split tail (grouped_wgmma_kernel's walk): the busy tiles past the last
+// whole round are cut into runs of stages, at most SPLIT_MAX parts a tile, for grids of at most
+// SPLIT_CTAS CTAs (the workspace holds a partial sum for each)
+constexpr int SPLIT_MAX = 4, SPLIT_CTAS = 160;
 
 // -DLOWBIT_STAGE_TRACE: clock64 stamps of CTA 0's first TRACE_STAGES pipeline stages, by the
 // producer's thread 0 (events 0-3, 8, 9) and consumer warpgroup 0's thread 0 (events 4-7), for
@@ -109,8 +116,9 @@ struct Smem {
   // four that decode its sub-blocks
   static constexpr int OFF_XCHG = OFF_FLAG + STAGES * 4 * 4;
   static constexpr int OFF_BAR = OFF_XCHG + 2 * 4 * BN * 4;
-  static constexpr int OFF_SCHED = OFF_BAR + 2 * STAGES * 8;  // int: rows [groups], two prefixes [groups + 1]
-  static constexpr int BYTES = OFF_SCHED + (3 * SCHED_GROUPS + 2) * 4 + 1024;
+  // int: rows [groups], two prefixes [groups + 1], the CTA's walk [14]
+  static constexpr int OFF_SCHED = OFF_BAR + 2 * STAGES * 8;
+  static constexpr int BYTES = OFF_SCHED + (3 * SCHED_GROUPS + 2 + 14) * 4 + 1024;
 };
 
 // E2M1 magnitude code (0..7) -> high byte of its fp16 value (the low byte is always 0).
@@ -214,6 +222,15 @@ __device__ __forceinline__ void promote(float (&acc)[NACC], const float (&blk)[N
   }
 }
 
+__device__ __forceinline__ void st_release(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_acquire(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ int clamp_rows(const void* masked_m, int masked_m_is_64, int grp, int max_m) {
   const long long v = masked_m_is_64 ? static_cast<const long long*>(masked_m)[grp]
                                      : static_cast<long long>(static_cast<const int*>(masked_m)[grp]);
@@ -228,6 +245,10 @@ __device__ __forceinline__ int clamp_rows(const void* masked_m, int masked_m_is_
 struct Predecoded {
   const uint8_t* b;
   const uint32_t* whole;
+  // the split tail's partial sums, fp32 [CTA][consumer warpgroup][accumulator][thread], and
+  // their flags [CTA] (zeroed by predecode_kernel): 1 once that CTA's partial sum is written
+  float* partial;
+  uint32_t* done;
 };
 
 // The predecoded form's first pass: B' of the whole fold for every weight row and block of the
@@ -244,8 +265,10 @@ constexpr int PREDECODE_THREADS = 512;
 __global__ void __launch_bounds__(PREDECODE_THREADS)
     predecode_kernel(const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
                      const void* __restrict__ masked_m, int masked_m_is_64, int max_m, int n, int k,
-                     uint8_t* __restrict__ b_pre, uint32_t* __restrict__ whole) {
+                     uint8_t* __restrict__ b_pre, uint32_t* __restrict__ whole, uint32_t* __restrict__ done) {
   __shared__ int not_whole[2];
+  if ((blockIdx.x | blockIdx.y | blockIdx.z) == 0)  // the main kernel's split-tail flags (its workspace is fresh)
+    for (int i = threadIdx.x; i < SPLIT_CTAS; i += PREDECODE_THREADS) done[i] = 0u;
   __shared__ uint4 staged[PREDECODE_THREADS / 32][2][64];  // [warp][h][16-byte chunk of the 1 KiB]
   const int grp = blockIdx.z, KB = k / 128;
   if (clamp_rows(masked_m, masked_m_is_64, grp, max_m) == 0) return;
@@ -349,6 +372,39 @@ __global__ void __launch_bounds__(THREADS, 1)
     n0 = (j % tiles_n) * BN;
   };
 
+  // A CTA's work items, in order: its whole busy tiles (list index blockIdx.x + i * gridDim.x),
+  // then, in the predecoded form, its run of the split tail, then its zero tiles (list index
+  // busy + z for the z with (busy + z) % gridDim.x == blockIdx.x, as if the round robin went on).
+  // The split tail: with busy % gridDim.x tiles left after the last whole round, a round of
+  // whole tiles would keep the other CTAs idle for a whole tile; instead the stages of those
+  // tiles (tile-major) are cut into runs of `run` stages, one a CTA, at most two segments each
+  // (run < KT). A segment that starts a tile (stage 0) is its owner: it adds the partial sums of
+  // the tile's other segments to its own and stores; the others write theirs to the workspace
+  // and raise their flag. A partial segment comes first in its CTA's run, an owner last, so the
+  // owner's wait is short; the CTAs of a persistent grid are all resident at once (one an SM).
+  // Thread 0 writes the CTA's walk to shared memory (s_walk), so that the producer's few
+  // registers do not hold it.
+  enum Role { WHOLE, PARTIAL, OWNER };
+  struct Item {
+    int tile, kb0, kb1;  // list index, stages [kb0, kb1)
+    Role role;
+  };
+  // s_walk: whole tiles, tail segments, first zero tile, zero tiles, the tail's first list index,
+  // run; then the segments' (tile, kb0, kb1, role)
+  int* s_walk = s_zero + SCHED_GROUPS + 1;
+  auto item_of = [&](int w) -> Item {  // tile -1: past the CTA's last item
+    const int n_whole = s_walk[0], n_seg = s_walk[1];
+    if (w < n_whole) return {static_cast<int>(blockIdx.x + w * gridDim.x), 0, KT, WHOLE};
+    w -= n_whole;
+    if (w < n_seg) {
+      const int* seg = s_walk + 6 + 4 * w;
+      return {seg[0], seg[1], seg[2], static_cast<Role>(seg[3])};
+    }
+    w -= n_seg;
+    if (w < s_walk[3]) return {static_cast<int>(s_walk[2] + w * gridDim.x), 0, KT, WHOLE};
+    return {-1, 0, 0, WHOLE};
+  };
+
   STAGE_TRACE_START();
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -369,6 +425,32 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
       s_busy[groups] = busy;
       s_zero[groups] = zero;
+    }
+    const int G = gridDim.x, bx = blockIdx.x;
+    const int busy = listed ? s_busy[groups] : total;
+    int run = 0;
+    if (PRE && listed && G <= SPLIT_CTAS && busy % G != 0) {
+      run = max(((busy % G) * KT + G - 1) / G, (KT + SPLIT_MAX - 1) / SPLIT_MAX);
+      if (run >= KT) run = 0;
+    }
+    const int whole_tiles = run ? busy - busy % G : busy;
+    const int tail_units = (busy - whole_tiles) * KT;
+    const int u0 = min(bx * run, tail_units), u1 = min(u0 + run, tail_units);
+    const int n_seg = u0 == u1 ? 0 : ((u1 - 1) / KT != u0 / KT ? 2 : 1);
+    const int z_first = ((bx - busy % G) % G + G) % G;
+    s_walk[0] = bx < whole_tiles ? (whole_tiles - bx + G - 1) / G : 0;
+    s_walk[1] = n_seg;
+    s_walk[2] = busy + z_first;
+    s_walk[3] = z_first < total - busy ? (total - busy - z_first + G - 1) / G : 0;
+    s_walk[4] = whole_tiles;
+    s_walk[5] = run;
+    for (int w = 0; w < n_seg; ++w) {
+      const int u = w == 0 ? u0 : (u0 / KT + 1) * KT, tt = u / KT, end = min(u1, (tt + 1) * KT);
+      int* seg = s_walk + 6 + 4 * w;
+      seg[0] = whole_tiles + tt;
+      seg[1] = u - tt * KT;
+      seg[2] = end - tt * KT;
+      seg[3] = u % KT ? PARTIAL : OWNER;
     }
   }
   __syncthreads();
@@ -395,21 +477,24 @@ __global__ void __launch_bounds__(THREADS, 1)
     const uint32_t row_off = (s >> 1) * ATOM_BYTES + lane * 128;
     uint32_t gs = 0;  // pipeline stages produced so far, over all tiles
 #pragma unroll 1
-    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+    for (int w = 0;; ++w) {
+      const Item item = item_of(w);
+      if (item.tile < 0) break;
       int grp, m0, n0;
-      tile_of(tile, grp, m0, n0);
+      tile_of(item.tile, grp, m0, n0);
       if (m0 >= clamp_rows(masked_m, masked_m_is_64, grp, max_m)) continue;
+      const int kb0 = item.kb0, ns = item.kb1 - item.kb0;  // the item's stages
       if constexpr (PRE) {
         // every block of the tile's weight rows folded whole: B' is copied in from the first
         // pass, 16 bytes a copy, chunk p + 128 i = (row p / 16 + 8 i, atom (p / 8) % 2, chunk
         // p % 8), swizzled by row % 8; each thread's copies of a stage land (wait_group), are
         // fenced for the tensor cores and the thread arrives, STAGES - 1 stages in flight
         bool tile_whole = true;
-        for (int i = lane; i < KT * (BN / 64); i += 32)
-          tile_whole = tile_whole && __ldg(pre.whole + (static_cast<size_t>(grp) * KB + i / (BN / 64)) * (n / 64) +
+        for (int i = lane; i < ns * (BN / 64); i += 32)
+          tile_whole = tile_whole && __ldg(pre.whole + (static_cast<size_t>(grp) * KB + kb0 + i / (BN / 64)) * (n / 64) +
                                            n0 / 64 + i % (BN / 64)) != 0u;
         if (__all_sync(0xffffffffu, tile_whole)) {
-          const uint8_t* src = pre.b + (static_cast<size_t>(grp) * KB * n + n0) * 256 + p * 16;
+          const uint8_t* src = pre.b + ((static_cast<size_t>(grp) * KB + kb0) * n + n0) * 256 + p * 16;
           const uint32_t r16 = p >> 4;
           const uint32_t dst0 = base + ((p >> 3) & 1) * ATOM_BYTES + r16 * 128 + (((p & 7) ^ (r16 & 7)) << 4);
           const uint32_t gs0 = gs;
@@ -425,11 +510,11 @@ __global__ void __launch_bounds__(THREADS, 1)
           };
 #pragma unroll
           for (int st = 0; st < STAGES - 1; ++st) {
-            if (st < KT) copy_pre(st);
+            if (st < ns) copy_pre(st);
             cp_async_commit();
           }
 #pragma unroll 1
-          for (int it = 0; it < KT; ++it) {
+          for (int it = 0; it < ns; ++it) {
             cp_async_wait<STAGES - 2>();  // this thread's copies of stage it have landed
             STAGE_TRACE(gs, 0, p == 0);  // landed
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -438,7 +523,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             if (lane == 0) flags[slot * 4 + s] = 0u;  // whole: the consumers promote by a_scale only
             mbar_arrive(&full[slot]);
             ++gs;
-            if (it + STAGES - 1 < KT) copy_pre(it + STAGES - 1);
+            if (it + STAGES - 1 < ns) copy_pre(it + STAGES - 1);
             cp_async_commit();
           }
           continue;
@@ -446,8 +531,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
       // copies: thread p moves chunk c = p + 128 i (row c / 4, sub-block c % 4): four threads read
       // one row's 64 contiguous bytes
-      const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16;
-      const float* sc_src = b_scale + (static_cast<size_t>(grp) * n + n0 + (folds ? fold_r : 0)) * (k / 32);
+      const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16 + kb0 * 64;
+      const float* sc_src = b_scale + (static_cast<size_t>(grp) * n + n0 + (folds ? fold_r : 0)) * (k / 32) + 4 * kb0;
       // raw slots count stages over all tiles: the next tile's first copies, issued before any
       // barrier of that tile, then land in slots every warp is done with (those of the stages
       // before the tile's last), whatever KT is
@@ -460,11 +545,11 @@ __global__ void __launch_bounds__(THREADS, 1)
       };
 #pragma unroll
       for (int st = 0; st < RAW_STAGES - 1; ++st) {
-        if (st < KT) copy_stage(st);
+        if (st < ns) copy_stage(st);
         cp_async_commit();
       }
 #pragma unroll 1
-      for (int it = 0; it < KT; ++it) {
+      for (int it = 0; it < ns; ++it) {
         cp_async_wait<RAW_STAGES - 2>();  // this thread's own copies of stage it have landed
         STAGE_TRACE(gs, 0, p == 0);  // raw codes landed
         // the fold's scales (this thread's own copy) are loaded before anything waits on them;
@@ -497,7 +582,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         // stage it - 1's raw slot, which the copies issued next overwrite
         asm volatile("bar.sync %0, %1;\n" ::"n"(PRODUCER_BARRIER), "n"(128) : "memory");
         STAGE_TRACE(gs, 2, p == 0);  // factors written, the four warps met
-        if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);
+        if (it + RAW_STAGES - 1 < ns) copy_stage(it + RAW_STAGES - 1);
         cp_async_commit();
         STAGE_TRACE(gs, 8, p == 0);  // next copies issued
         uint4 codes = ld_shared16(slot_raw);
@@ -543,10 +628,13 @@ __global__ void __launch_bounds__(THREADS, 1)
   const uint32_t base = smem_addr(smem);
   uint32_t gs = 0;  // pipeline stages consumed so far, over all tiles
 #pragma unroll 1
-  for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+  for (int w = 0;; ++w) {
+    Item item = item_of(w);
+    if (item.tile < 0) break;
     int grp, m0, n0;
-    tile_of(tile, grp, m0, n0);
+    tile_of(item.tile, grp, m0, n0);
     const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
+    const int kb0 = item.kb0, ns = item.kb1 - item.kb0;  // the item's stages
     __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
     if (m0 >= rows) {  // zeros: 16 bytes a thread a step, rows below max_m
       for (int i = tid; i < BM * BN / 8; i += 256) {
@@ -558,10 +646,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int row0 = m0 + wg * 64 + warp * 16 + g, row1 = row0 + 8;
     const bool ok0 = row0 < rows, ok1 = row1 < rows;
     // rows past masked_m read row 0's A (always there) and are never stored
-    const uint8_t* pa0 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * k + 8 * t;
-    const uint8_t* pa1 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * k + 8 * t;
-    const float* ps0 = a_scale + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * KB;
-    const float* ps1 = a_scale + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * KB;
+    const uint8_t* pa0 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * k + 8 * t + kb0 * BK;
+    const uint8_t* pa1 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * k + 8 * t + kb0 * BK;
+    const float* ps0 = a_scale + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * KB + kb0;
+    const float* ps1 = a_scale + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * KB + kb0;
 
     float acc[BN / 2], blk[BN / 2];
 #pragma unroll
@@ -589,7 +677,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     // stages back (the empty barriers count 256 arrivals); its epilogue writes the rows' zeros
     const bool idle = m0 + wg * 64 >= rows;
 #pragma unroll 1
-    for (int it = 0; it < KT; ++it) {
+    for (int it = 0; it < ns; ++it) {
       if (idle) {
         mbar_wait(&full[gs % STAGES], (gs / STAGES) & 1);
         mbar_arrive(&empty[gs % STAGES]);
@@ -610,7 +698,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
       const float sa0 = sa_nxt0, sa1 = sa_nxt1;
-      if (it + 1 < KT) load_a();
+      if (it + 1 < ns) load_a();
 
       const int slot = gs % STAGES;
       STAGE_TRACE(gs, 4, tid == 0);  // A converted, waits for B
@@ -660,18 +748,58 @@ __global__ void __launch_bounds__(THREADS, 1)
       ++gs;
     }
 
+    // the epilogue's tile, read again rather than kept: the K loop's registers are the consumers' limit
+    item = item_of(w);
+    tile_of(item.tile, grp, m0, n0);
+    const int e_rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
+    const int e_row0 = m0 + wg * 64 + warp * 16 + g, e_row1 = e_row0 + 8;
+    const bool e_idle = m0 + wg * 64 >= e_rows;
+    __nv_bfloat16* e_cg = c + static_cast<size_t>(grp) * max_m * n;
+
+    // ---- a split tile's segments: partial sums through the workspace (item_of above) ----
+    if constexpr (PRE) {
+      if (item.role != WHOLE) {
+        constexpr int NACC = BN / 2;
+        if (item.role == PARTIAL) {
+          float* part = pre.partial + static_cast<size_t>(blockIdx.x * 2 + wg) * NACC * 128 + lt;
+          if (!e_idle) {
+#pragma unroll
+            for (int i = 0; i < NACC; ++i) __stcg(part + i * 128, acc[i]);
+          }
+          __threadfence();
+          asm volatile("bar.sync %0, %1;\n" ::"n"(CONSUMER_BARRIER), "n"(256) : "memory");
+          if (tid == 0) st_release(pre.done + blockIdx.x, 1u);
+          continue;
+        }
+        // the owner: the tile's other segments are CTAs bx + 1 .. last (their runs start inside it)
+        const int last = ((item.tile - s_walk[4] + 1) * KT - 1) / s_walk[5];
+        if (tid == 0) {
+          for (int j = blockIdx.x + 1; j <= last; ++j)
+            while (ld_acquire(pre.done + j) == 0u) __nanosleep(64);
+        }
+        asm volatile("bar.sync %0, %1;\n" ::"n"(CONSUMER_BARRIER), "n"(256) : "memory");
+        if (!e_idle) {
+          for (int j = blockIdx.x + 1; j <= last; ++j) {
+            const float* part = pre.partial + static_cast<size_t>(j * 2 + wg) * NACC * 128 + lt;
+#pragma unroll
+            for (int i = 0; i < NACC; ++i) acc[i] += __ldcg(part + i * 128);
+          }
+        }
+      }
+    }
+
     // ---- epilogue: rows < rows get bf16(acc) (round to nearest even), rows in [rows, max_m) zeros ----
-    const bool in0 = row0 < max_m, in1 = row1 < max_m;
-    __nv_bfloat16* c0 = cg + static_cast<size_t>(in0 ? row0 : 0) * n + n0 + 2 * t;
-    __nv_bfloat16* c1 = cg + static_cast<size_t>(in1 ? row1 : 0) * n + n0 + 2 * t;
+    const bool in0 = e_row0 < max_m, in1 = e_row1 < max_m, e_ok0 = e_row0 < e_rows, e_ok1 = e_row1 < e_rows;
+    __nv_bfloat16* c0 = e_cg + static_cast<size_t>(in0 ? e_row0 : 0) * n + n0 + 2 * t;
+    __nv_bfloat16* c1 = e_cg + static_cast<size_t>(in1 ? e_row1 : 0) * n + n0 + 2 * t;
 #pragma unroll
     for (int cb = 0; cb < BN / 8; ++cb) {
       if (in0)
         *reinterpret_cast<__nv_bfloat162*>(c0 + 8 * cb) =
-            ok0 ? __floats2bfloat162_rn(acc[4 * cb], acc[4 * cb + 1]) : __floats2bfloat162_rn(0.0f, 0.0f);
+            e_ok0 ? __floats2bfloat162_rn(acc[4 * cb], acc[4 * cb + 1]) : __floats2bfloat162_rn(0.0f, 0.0f);
       if (in1)
         *reinterpret_cast<__nv_bfloat162*>(c1 + 8 * cb) =
-            ok1 ? __floats2bfloat162_rn(acc[4 * cb + 2], acc[4 * cb + 3]) : __floats2bfloat162_rn(0.0f, 0.0f);
+            e_ok1 ? __floats2bfloat162_rn(acc[4 * cb + 2], acc[4 * cb + 3]) : __floats2bfloat162_rn(0.0f, 0.0f);
     }
   }
 }
@@ -939,8 +1067,12 @@ int launch(long long tiles, cudaStream_t stream, Args... args) {
 
 constexpr int SW_TN = 32, SW_SPLIT = 4;  // the tokens-as-N form's instantiation: 32 token rows, K split 4 ways
 
-// The predecoded form's B' in its workspace: 256 bytes a weight row a 128-K block; the flags follow.
+// The predecoded form's workspace: B' (256 bytes a weight row a 128-K block), its whole flags
+// (a uint32 a group, block and 64 rows, rounded up to 16 bytes), the split tail's flags (a uint32
+// a CTA) and partial sums (fp32 128 x 128 a CTA).
 long long predecoded_b_bytes(int g, int n, int k) { return static_cast<long long>(g) * (k / 128) * n * 256; }
+long long whole_flag_bytes(int g, int n, int k) { return (static_cast<long long>(g) * (k / 128) * (n / 64) * 4 + 15) / 16 * 16; }
+constexpr long long SPLIT_BYTES = SPLIT_CTAS * 4 + static_cast<long long>(SPLIT_CTAS) * 128 * 128 * 4;
 
 }  // namespace
 
@@ -958,7 +1090,8 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 // decoded by a producer warpgroup), or 32 x 64 (the tokens-as-N form); n % bn == 0, k % 128 == 0.
 // workspace: null, or (128 x 128 only) 16-byte aligned, of
 // lowbit_grouped_workspace_bytes(g, n, k) bytes, not in use by another call: the predecoded
-// form, a first pass writing B' there for the producer to copy. Returns a cudaError_t code.
+// form, a first pass writing B' there for the producer to copy (and the split tail's partial
+// sums). Returns a cudaError_t code.
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
                                     int bm, int bn, void* workspace, void* stream) {
@@ -981,15 +1114,17 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
     if (g > 65535) return static_cast<int>(cudaErrorInvalidValue);
     uint8_t* b_pre = static_cast<uint8_t*>(workspace);
     uint32_t* whole = reinterpret_cast<uint32_t*>(b_pre + predecoded_b_bytes(g, n, k));
+    uint32_t* done = reinterpret_cast<uint32_t*>(b_pre + predecoded_b_bytes(g, n, k) + whole_flag_bytes(g, n, k));
+    float* partial = reinterpret_cast<float*>(done + SPLIT_CTAS);
     predecode_kernel<<<dim3(n / 64, (k / 128 + 1) / 2, g), PREDECODE_THREADS, 0, s>>>(
-        b4, bs, masked_m, masked_m_is_64, max_m, n, k, b_pre, whole);
+        b4, bs, masked_m, masked_m_is_64, max_m, n, k, b_pre, whole, done);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return static_cast<int>(e);
-    const Predecoded pre{b_pre, whole};
+    const Predecoded pre{b_pre, whole, partial, done};
     return launch<grouped_wgmma_kernel<128, true>, THREADS, Smem<128>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
                                                                                 masked_m_is_64, cc, g, max_m, n, k, pre);
   }
-  const Predecoded none{nullptr, nullptr};
+  const Predecoded none{nullptr, nullptr, nullptr, nullptr};
   if (bn == 64)
     return launch<grouped_wgmma_kernel<64, false>, THREADS, Smem<64>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
                                                                               masked_m_is_64, cc, g, max_m, n, k, none);
@@ -997,7 +1132,7 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
                                                                                masked_m_is_64, cc, g, max_m, n, k, none);
 }
 
-// Bytes of the predecoded form's workspace: B' (predecoded_b_bytes), then the whole flags.
+// Bytes of the predecoded form's workspace (predecoded_b_bytes above says what it holds).
 extern "C" long long lowbit_grouped_workspace_bytes(int g, int n, int k) {
-  return predecoded_b_bytes(g, n, k) + static_cast<long long>(g) * (k / 128) * (n / 64) * 4;
+  return predecoded_b_bytes(g, n, k) + whole_flag_bytes(g, n, k) + SPLIT_BYTES;
 }
