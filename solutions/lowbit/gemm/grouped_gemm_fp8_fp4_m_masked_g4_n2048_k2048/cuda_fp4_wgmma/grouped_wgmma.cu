@@ -774,8 +774,17 @@ __global__ void __launch_bounds__(THREADS, 1)
         // the owner: the tile's other segments are CTAs bx + 1 .. last (their runs start inside it)
         const int last = ((item.tile - s_walk[4] + 1) * KT - 1) / s_walk[5];
         if (tid == 0) {
-          for (int j = blockIdx.x + 1; j <= last; ++j)
-            while (ld_acquire(pre.done + j) == 0u) __nanosleep(64);
+          for (int j = blockIdx.x + 1; j <= last; ++j) {
+#ifdef LOWBIT_WATCHDOG
+            long long spins = 0;
+#endif
+            while (ld_acquire(pre.done + j) == 0u) {
+              __nanosleep(64);
+#ifdef LOWBIT_WATCHDOG
+              if (++spins > (1ll << 26)) __trap();
+#endif
+            }
+          }
         }
         asm volatile("bar.sync %0, %1;\n" ::"n"(CONSUMER_BARRIER), "n"(256) : "memory");
         if (!e_idle) {
