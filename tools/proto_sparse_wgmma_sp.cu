@@ -1,18 +1,69 @@
 // Prototype, not a solution: 2:4-sparse A (tokens) x dense B (weights) on Hopper's sparse tensor
-// cores, wgmma.mma_async.sp m64n128k32 with f16 operands and fp32 accumulation, to measure the
-// instruction's rate and check the metadata layout before the sparse solution's kernel is built
-// on it (tools/proto_sparse_wgmma_sp.py drives it; docs/kernels/sparse_gemm.md has the figures).
+// cores, wgmma.mma_async.sp m64n128k32 with f16 operands and fp32 accumulation (exact for this
+// definition: every E2M1 value, every sum of two and every e4m3 value is an fp16). Driven by
+// tools/proto_sparse_wgmma_sp.py; docs/kernels/sparse_gemm.md has the figures.
 //
-// Three launches: prep_a canonicalises A's 2:4 groups (two distinct positions in increasing
-// order, a repeated position's two values summed, the other value 0) into compressed fp16 values
-// [m, k/2] and metadata words in the register order the MMA takes; prep_b converts B e4m3 -> fp16
-// [n, k]; sp_gemm multiplies, CTA 128 tokens x 128 weight rows (two warpgroups, m64 each), K in
-// 128-wide stages through a 4-deep cp.async ring of 128-byte-swizzled tiles.
+// Two launches:
+//   prep     one fused launch. Its first blocks canonicalise A's 2:4 groups (two distinct
+//            positions in increasing order; a repeated position's two values summed into one
+//            slot, the other slot 0 at another position) into compressed fp16 values and
+//            metadata words; the rest convert B e4m3 -> fp16. Both are written pre-tiled and
+//            pre-swizzled, so that each pipeline stage of the MMA kernel is three contiguous
+//            1-D bulk copies (no tensor map). Rows m .. m_pad - 1 of A are written as zeros.
+//   sp_gemm  persistent, warp-specialised: warpgroup 0 (setmaxnreg 40) has one thread that
+//            issues the bulk copies of each stage into a ring of shared memory (full / empty
+//            mbarriers); warpgroups 1 and 2 (setmaxnreg 232) each multiply MW m64 blocks of
+//            tokens by the CTA's 128 weight rows and release a slot once the MMAs that read it
+//            have retired (lane 0 of each of the 4 warps arrives after its own wait_group, so
+//            the empty barriers count 8 arrivals a CTA of the cluster).
+//            The sparsity metadata is a register operand of the asynchronous MMA, read while the
+//            MMA runs: a metadata register set must not be rewritten before the wait_group that
+//            retires the MMAs reading it. Two pipelines, the same speed:
+//            PIPE 1: one stage's MMAs kept in flight (wait_group 1). The metadata alternates
+//            between two register sets (the K loop unrolled by 2), each kept live (hold(): a
+//            never-taken predicated store ptxas cannot drop) until the wait_group that retires
+//            its MMAs.
+//            PIPE 0: wait_group 0 after each stage's MMAs (no MMA in flight across stages), as
+//            CUTLASS's sm90 sparse mainloop (K_PIPE_MMAS = 0).
+//
+// Prepared layouts in global memory (KT = k / 128 stages of 128 K; m_pad = m rounded up to 512):
+//   a_c   [KT][m_pad][128 B]: row r's 64 compressed fp16 of the stage; its 16-byte chunk c
+//         (groups 4c .. 4c + 3, two values each) at chunk c ^ (r & 7) (the 128-byte swizzle)
+//   meta  [KT][m_pad / 64][64][4] uint32: m64 block, thread index u = 16 w + 2 (l / 4) + l % 2,
+//         k32 step j; a thread (warp w, lane l) of a warpgroup loads the 16 bytes at u
+//   b16   [n / 128][KT][2][128][128 B]: 128 weight rows, the stage's K halves 0-63 and 64-127
+//         (one 128-byte swizzle atom each), row r's chunk c (K 8c .. 8c + 7) at c ^ (r & 7)
+// A stage in shared memory is [A: BM rows x 128 B][B: 2 atoms x 128 rows x 128 B][meta BM x 16 B],
+// each part 1024-byte aligned, the same bytes as in global memory.
 //
 // Metadata register of thread (warp w, lane l) of a warpgroup for k32 step kk (sparsity selector
 // 0): bits 0-15 row 16 w + l / 4, bits 16-31 row 16 w + l / 4 + 8, each the four groups of K
 // 32 kk + 16 (l % 2) .. + 15, a nibble a group (low: first), positions i0 | i1 << 2, i0 < i1.
-// Compressed value columns 2 j, 2 j + 1 of a step are group j's values at i0, i1.
+// Compressed value columns 2 j, 2 j + 1 of a step are group j's values at i0, i1. (Lanes
+// l % 4 >= 2 load the same word as lane l - 2; the MMA reads lanes l % 4 < 2 with selector 0.)
+//
+// Tile arithmetic (sparse f16 rate: 4096 logical MACs a cycle an SM, twice dense; one
+// m64n128k32.sp is 64 cycles). A 128-K stage of a BM x 128 tile is 4 BM cycles of MMA and moves
+// BM x 128 (A) + BM x 16 (meta) + 32768 (B) bytes:
+//   BM 128 (MW 1):  51,200 B / 512 cycles  = 100 B a cycle; 4 stages (200 KiB)
+//   BM 256 (MW 2):  69,632 B / 1,024 cycles = 68 B a cycle;  3 stages (204 KiB)
+//   BM 256, B multicast over a cluster of 2 along m (CL 2): 53,248 B a CTA from L2, 52 B a cycle
+// A 128 x 256 tile (one m64n256 a warpgroup) is 84 B a cycle, and its 82 KiB stage leaves room
+// for only 2 stages, so the wide dimension is the tokens': 256 x 128, two m64n128 accumulators
+// (128 fp32 registers) a consumer thread. At m 8192 with 256 x 128 tiles L2 delivers 16 n-tiles
+// x 18 MiB of A + 32 m-tiles x 8 MiB of B = 544 MiB (416 MiB with CL 2), about 13 TB/s at a
+// 41 us MMA floor (twice cuBLAS's dense fp16 rate). Tiles are visited n fastest (16 n-tiles a row of tiles), so the 132 CTAs of
+// a wave cover about 8 m-tiles and all of B: B (8 MiB fp16) stays L2-resident and each A tile is
+// read by 16 CTAs at about the same time.
+//
+// Shared-memory bandwidth bounds the kernel before the tensor cores do: each m64n128k32 sparse
+// MMA reads its B tile (128 x 32 fp16, 8 KiB) from shared memory in the 64 cycles it takes, i.e.
+// 128 bytes a cycle, which is all of an SM's shared-memory bandwidth, before A's reads (64 x 16
+// compressed fp16, 2 KiB an MMA, also from shared memory here) and the bulk copies' writes. At
+// 256 x 128 tiles a k32 step of a CTA (4 MMAs, 256 cycles of MMA) moves about 57 KiB through
+// shared memory: 4 x 8 KiB of B reads, 4 x 2 KiB of A reads and 17 KiB of copies (a quarter of
+// the 68 KiB stage), about 450 cycles a step; at m 8192 (512 tiles on 132 SMs: 4 tiles x 64
+// steps a CTA) that is ~117k cycles, ~60 us at 1.98 GHz. Measured: 81.5 us.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -24,63 +75,186 @@
 namespace {
 using namespace hopper;
 
-__device__ __forceinline__ float e2m1(uint32_t c) {
-  const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-  return (c & 8u) ? -mag[c & 7u] : mag[c & 7u];
+constexpr int BN = 128;                 // weight rows a CTA tile
+constexpr int B_ATOM = BN * 128;        // one 64-K half of a stage of B: 128 rows x 128 bytes
+constexpr int B_STAGE = 2 * B_ATOM;     // 32 KiB
+constexpr int M_ALIGN = 512;            // m_pad's multiple: a cluster of two 256-row tiles
+constexpr int PREP_THREADS = 128;
+constexpr int B_UNITS = 4;              // 16-byte loads of B a prep thread
+
+// ---------------------------------------------------------------- PTX helpers (beyond hopper_ptx.cuh)
+
+__device__ __forceinline__ uint32_t hadd2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+__device__ __forceinline__ void expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// 1-D bulk copy global -> this CTA's shared memory, completing `bytes` on the mbarrier
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+// the same into every CTA of the cluster in mask, at the same offsets (data and complete_tx)
+__device__ __forceinline__ void bulk_g2s_mc(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n" ::"r"(
+          dst),
+      "l"(src), "r"(bytes), "r"(bar), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void arrive_cluster(uint32_t bar, uint32_t cta) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+// until the mbarrier's phase of this parity has completed; cluster scope where other CTAs arrive.
+// PROTO_WATCHDOG: trap after 2^31 cycles (about a second) instead of hanging on a protocol error
+// (no printf: a call there would serialise the wgmma pipeline).
+template <bool CLUSTER_SCOPE>
+__device__ __forceinline__ void wait_bar(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+#ifdef PROTO_WATCHDOG
+  const long long t0 = clock64();
+#endif
+  do {
+    if (CLUSTER_SCOPE)
+      asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P, [%1], %2;\nselp.u32 %0, 1, 0, P;\n}\n"
+                   : "=r"(done)
+                   : "r"(bar), "r"(parity)
+                   : "memory");
+    else
+      asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\nselp.u32 %0, 1, 0, P;\n}\n"
+                   : "=r"(done)
+                   : "r"(bar), "r"(parity)
+                   : "memory");
+#ifdef PROTO_WATCHDOG
+    if (!done && clock64() - t0 > (1ll << 31)) __trap();
+#endif
+  } while (!done);
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+// A real (never executed) use of a metadata register set: ptxas must keep the registers
+// holding it unchanged until here (an empty asm would not: ptxas never sees it). never != 0
+// does not happen (it is m < 0); addr is any shared address.
+__device__ __forceinline__ void hold(const uint4& v, uint32_t addr, uint32_t never) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %5, 0;\n@p st.shared.v4.b32 [%4], {%0, %1, %2, %3};\n}\n" ::"r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w), "r"(addr), "r"(never)
+               : "memory");
+}
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xffffu), __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
 }
 
-// one group: (value at i0, value at i1) as f16x2, and its nibble
-__device__ __forceinline__ uint32_t canon(uint32_t v, uint32_t meta, uint32_t& nib) {
-  const float f0 = e2m1(v & 15u), f1 = e2m1((v >> 4) & 15u);
-  const uint32_t p0 = meta & 3u, p1 = (meta >> 2) & 3u;
-  float lo, hi;
-  if (p0 < p1) { lo = f0; hi = f1; nib = p0 | (p1 << 2); }
-  else if (p0 > p1) { lo = f1; hi = f0; nib = p1 | (p0 << 2); }
-  else if (p0 < 3u) { lo = f0 + f1; hi = 0.0f; nib = p0 | (3u << 2); }
-  else { lo = 0.0f; hi = f0 + f1; nib = 2u | (3u << 2); }
-  const __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
+// ---------------------------------------------------------------- prep
+
+// One group (v: codes c0 | c1 << 4; me: its meta byte) -> f16x2 (value at i0, value at i1) and
+// nib = i0 | i1 << 2, i0 < i1. fp16 of an E2M1 code: high byte T[code & 7] (T = 00 38 3c 3e 40
+// 42 44 46: 0, 0.5, 1, 1.5, 2, 3, 4, 6), bit 15 the code's bit 3, low byte 0; prmt picks bytes 1
+// and 3 from T and bytes 0 and 2 from T[0] = 0. A repeated position: the sum (exact in fp16) in
+// the slot of that position, 0 in the other (position 3 for p < 3, else position 2).
+__device__ __forceinline__ uint32_t canon(uint32_t v, uint32_t me, uint32_t& nib) {
+  const uint32_t sel = ((v & 7u) << 4) | ((v & 0x70u) << 8);
+  const uint32_t x = prmt(0x3e3c3800u, 0x46444240u, sel) | ((v & 8u) << 12) | ((v & 0x80u) << 24);  // (f0, f1)
+  const uint32_t y = prmt(x, x, 0x1032u);                                                              // (f1, f0)
+  const uint32_t s = hadd2(x, y);                                                                      // f0 + f1, twice
+  const uint32_t p0 = me & 3u, p1 = (me >> 2) & 3u;
+  // selects, not branches: random meta bytes would make branches diverge
+  const uint32_t same = p0 < 3u ? (s & 0xffffu) : (s & 0xffff0000u), same_nib = p0 < 3u ? (p0 | (3u << 2)) : (2u | (3u << 2));
+  nib = p0 < p1 ? (p0 | (p1 << 2)) : p0 > p1 ? (p1 | (p0 << 2)) : same_nib;
+  return p0 < p1 ? x : p0 > p1 ? y : same;
 }
 
-// thread (m64 tile mt, step kk, t < 128): its metadata word; lanes l % 4 < 2 also write the
-// compressed values of their rows' four groups (16 bytes a row)
-__global__ void prep_a(const uint8_t* __restrict__ a_vals, const uint8_t* __restrict__ a_meta, uint4* __restrict__ a_c,
-                       uint32_t* __restrict__ meta_words, int m, int k) {
-  const int ks = k / 32;
-  const long long item = blockIdx.x * 128ll + threadIdx.x;
-  const int t = threadIdx.x, mt = static_cast<int>(item / 128 / ks), kk = static_cast<int>((item / 128) % ks);
-  const int w = t >> 5, l = t & 31, hb = l & 1;
-  uint32_t word = 0u;
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int row = mt * 64 + 16 * w + (l >> 2) + 8 * half;
-    uint32_t vals[4], m16 = 0u;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int grp = kk * 8 + 4 * hb + j;
-      uint32_t v = 0u, me = 0u, nib;
-      if (row < m) {
-        v = a_vals[static_cast<size_t>(row) * (k / 4) + grp];
-        me = a_meta[static_cast<size_t>(row) * (k / 4) + grp];
-      }
-      vals[j] = canon(v, me, nib);
-      m16 |= nib << (4 * j);
+// Blocks [0, a_blocks): A, one block a (64-row block mb, stage ks): thread t row rr = t / 2 of the
+// block, groups 16 hs .. 16 hs + 15 of the stage (hs = t % 2): 16-byte loads of a_vals and a_meta,
+// the swizzled 8 KiB row block and its 1 KiB of metadata words assembled in shared memory, then
+// written out with 16-byte stores (both contiguous in global memory).
+// Blocks [a_blocks, grid): B, thread unit i = 16 input bytes (row nrow, stage ks, q = i % 8: K
+// 16 q .. 16 q + 15 of the stage) -> two 16-byte chunks 2 (q % 4), + 1 of atom q / 4.
+__global__ void __launch_bounds__(PREP_THREADS)
+    prep(const uint8_t* __restrict__ a_vals, const uint8_t* __restrict__ a_meta, const uint8_t* __restrict__ b8,
+         uint8_t* __restrict__ a_c, uint8_t* __restrict__ meta, uint8_t* __restrict__ b16, int m, int m_pad, int n, int k,
+         int a_blocks) {
+  __shared__ __align__(1024) uint8_t sa[64 * 128];
+  __shared__ __align__(16) uint16_t sm[64 * 4 * 2];
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // lets a PDL-launched sp_gemm start its prologue
+  const int KT = k / 128, t = threadIdx.x;
+  if (static_cast<int>(blockIdx.x) < a_blocks) {
+    const int mb = blockIdx.x / KT, ks = blockIdx.x % KT;
+    const int rr = t >> 1, hs = t & 1, row = mb * 64 + rr;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u), me = v;
+    if (row < m) {
+      const size_t off = static_cast<size_t>(row) * (k / 4) + ks * 32 + hs * 16;
+      v = __ldg(reinterpret_cast<const uint4*>(a_vals + off));
+      me = __ldg(reinterpret_cast<const uint4*>(a_meta + off));
     }
-    word |= m16 << (16 * half);
-    if ((l & 3) < 2 && row < m) a_c[(static_cast<size_t>(row) * (k / 2) + kk * 16 + 8 * hb) / 8] = make_uint4(vals[0], vals[1], vals[2], vals[3]);
+    const uint32_t vw[4] = {v.x, v.y, v.z, v.w}, mw[4] = {me.x, me.y, me.z, me.w};
+    const int w = rr >> 4, lq = rr & 7, half = (rr >> 3) & 1;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      uint32_t out[4], nib16 = 0u;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        uint32_t nib;
+        out[e] = canon((vw[q] >> (8 * e)) & 0xffu, (mw[q] >> (8 * e)) & 0xffu, nib);
+        nib16 |= nib << (4 * e);
+      }
+      const int c = 4 * hs + q;                            // chunk c: groups 4c .. 4c + 3 of the stage
+      st_shared16(smem_addr(sa) + rr * 128 + ((c ^ (rr & 7)) << 4), out);
+      const int u = 16 * w + 2 * lq + (c & 1), j = c >> 1;  // k32 step c / 2, its K half c % 2
+      sm[(u * 4 + j) * 2 + half] = static_cast<uint16_t>(nib16);
+    }
+    __syncthreads();
+    uint4* dst = reinterpret_cast<uint4*>(a_c + (static_cast<size_t>(ks) * m_pad + mb * 64) * 128);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) dst[t + PREP_THREADS * i] = ld_shared16(smem_addr(sa) + (t + PREP_THREADS * i) * 16);
+    if (t < 64)
+      reinterpret_cast<uint4*>(meta + (static_cast<size_t>(ks) * (m_pad / 64) + mb) * 1024)[t] = ld_shared16(smem_addr(sm) + t * 16);
+  } else {
+    const int units = n / 16 * k, i0 = (blockIdx.x - a_blocks) * PREP_THREADS * B_UNITS + t;  // 16-byte units
+    uint4 in[B_UNITS];
+#pragma unroll
+    for (int it = 0; it < B_UNITS; ++it) {
+      const int i = i0 + it * PREP_THREADS;
+      in[it] = i < units ? __ldg(reinterpret_cast<const uint4*>(b8) + i) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int it = 0; it < B_UNITS; ++it) {
+      const int i = i0 + it * PREP_THREADS;
+      if (i >= units) break;
+      const int q = i & 7, ks = (i >> 3) % KT, nrow = (i >> 3) / KT;
+      const int atom = q >> 2, c = (q & 3) * 2, x = nrow & 7;
+      uint8_t* row = b16 + ((((static_cast<size_t>(nrow >> 7) * KT + ks) * 2 + atom) * 128 + (nrow & 127)) * 128);
+      const uint4 lo = make_uint4(e4m3x2_to_f16x2(in[it].x), e4m3x2_to_f16x2(in[it].x >> 16), e4m3x2_to_f16x2(in[it].y),
+                                  e4m3x2_to_f16x2(in[it].y >> 16));
+      const uint4 hi = make_uint4(e4m3x2_to_f16x2(in[it].z), e4m3x2_to_f16x2(in[it].z >> 16), e4m3x2_to_f16x2(in[it].w),
+                                  e4m3x2_to_f16x2(in[it].w >> 16));
+      *reinterpret_cast<uint4*>(row + ((c ^ x) << 4)) = lo;
+      *reinterpret_cast<uint4*>(row + (((c + 1) ^ x) << 4)) = hi;
+    }
   }
-  meta_words[item] = word;
 }
 
-__global__ void prep_b(const uint32_t* __restrict__ b8, uint2* __restrict__ b16, long long words) {
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < words; i += gridDim.x * 256ll) {
-    const uint32_t v = __ldg(b8 + i);
-    const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v & 0xffffu), __NV_E4M3);
-    const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(v >> 16), __NV_E4M3);
-    b16[i] = make_uint2(static_cast<uint32_t>(lo.x) | (static_cast<uint32_t>(lo.y) << 16),
-                        static_cast<uint32_t>(hi.x) | (static_cast<uint32_t>(hi.y) << 16));
-  }
-}
+// ---------------------------------------------------------------- MMA
 
 __device__ __forceinline__ void wgmma_sp(float (&d)[64], uint64_t da, uint64_t db, uint32_t meta, uint32_t scale_d) {
   asm volatile(
@@ -90,101 +264,250 @@ __device__ __forceinline__ void wgmma_sp(float (&d)[64], uint64_t da, uint64_t d
       : "l"(da), "l"(db), "r"(meta), "r"(scale_d));
 }
 
-constexpr int STAGES = 4, A_BYTES = 128 * 128, B_ATOM = 128 * 128, STAGE_BYTES = A_BYTES + 2 * B_ATOM;
+// MW: m64 blocks a consumer warpgroup (CTA tile 128 MW tokens x 128 weight rows); CL: CTAs a
+// cluster along m, each bulk-copying one 64-K half of the shared B stage to both.
+template <int MW, int CL>
+struct Cfg {
+  static constexpr int EMPTY_ARRIVALS = 8 * CL;                // lane 0 of 8 consumer warps, each CTA of the cluster
+  static constexpr int BM = 128 * MW;
+  static constexpr int A_BYTES = BM * 128, M_BYTES = BM * 16;
+  static constexpr int STAGE = A_BYTES + B_STAGE + M_BYTES;  // a multiple of 1024
+  static constexpr int STAGES = MW == 1 ? 4 : 3;
+  static constexpr int SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;  // + alignment slack + barriers
+  static_assert(STAGE % 1024 == 0, "stage parts must stay 1024-byte aligned");
+  static_assert(SMEM <= 227 * 1024, "shared memory");
+};
 
-__global__ void __launch_bounds__(256, 1)
-    sp_gemm(const uint8_t* __restrict__ a_c, const uint32_t* __restrict__ meta_words, const uint8_t* __restrict__ b16,
-            __nv_bfloat16* __restrict__ c, int m, int n, int k) {
+// PIPE: 1 = one stage's MMAs in flight, two metadata register sets; 0 = wait_group 0 a stage
+template <int MW, int CL, int PIPE>
+__global__ void __launch_bounds__(384, 1)
+    sp_gemm(const uint8_t* __restrict__ a_c, const uint8_t* __restrict__ meta, const uint8_t* __restrict__ b16,
+            __nv_bfloat16* __restrict__ c, int m, int m_pad, int n, int k) {
+  static_assert(PIPE == 0 || PIPE == 1, "PIPE");
+  using C = Cfg<MW, CL>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t base = smem_addr(smem);
-  const int tid = threadIdx.x, wg = tid >> 7, lt = tid & 127;
-  const int n0 = blockIdx.x * 128, m0 = blockIdx.y * 128, KT = k / 128, ks = k / 32;
-  auto load = [&](int st) {
-    const uint32_t sb = base + (st % STAGES) * STAGE_BYTES;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {  // A: 128 rows x 8 chunks of 16 bytes (64 compressed values)
-      const int q = tid + 256 * i, row = q >> 3, ch = q & 7;
-      cp_async16(sb + row * 128 + ((ch ^ (row & 7)) << 4), a_c + (static_cast<size_t>(m0 + row) * (k / 2) + st * 64) * 2 + ch * 16);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + C::STAGES * C::STAGE);
+  const uint32_t full0 = smem_addr(bars), empty0 = full0 + 8 * C::STAGES;  // barrier s at + 8 s
+  const int tid = threadIdx.x, wg = tid >> 7;
+  const uint32_t rank = CL > 1 ? cluster_ctarank() : 0u;
+  if (tid == 0) {
+    for (int s = 0; s < C::STAGES; ++s) {
+      mbar_init(bars + s, 1);                          // full: the producer's expect_tx arrival + bytes
+      mbar_init(bars + C::STAGES + s, C::EMPTY_ARRIVALS);  // empty: lane 0 of each consumer warp, each CTA
     }
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {  // B: 128 rows x 16 chunks (128 K), two 64-K atoms
-      const int q = tid + 256 * i, row = q >> 4, cc = q & 15, atom = cc >> 3, ch = cc & 7;
-      cp_async16(sb + A_BYTES + atom * B_ATOM + row * 128 + ((ch ^ (row & 7)) << 4),
-                 b16 + (static_cast<size_t>(n0 + row) * k + st * 128) * 2 + cc * 16);
-    }
-  };
-  float acc[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-  const uint32_t* mw = meta_words + (static_cast<size_t>(m0 / 64 + wg) * ks) * 128 + lt;
-  uint32_t meta_nxt[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) meta_nxt[j] = __ldg(mw + j * 128);
-#pragma unroll
-  for (int st = 0; st < STAGES - 1; ++st) {
-    if (st < KT) load(st);
-    cp_async_commit();
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
+  if (CL > 1) cluster_sync();
+  else __syncthreads();
+
+  const int KT = k / 128, NT = n / BN;
+  const int tiles = (m + C::BM * CL - 1) / (C::BM * CL) * NT;  // cluster tiles, n fastest
+  const int cid = blockIdx.x / CL, ncl = gridDim.x / CL;
+
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: prep's writes complete and visible
+      int s = 0;
+      uint32_t ph = 0;
+      for (int t = cid; t < tiles; t += ncl) {
+        const int m0 = ((t / NT) * CL + static_cast<int>(rank)) * C::BM, nt = t % NT;
+        for (int ks = 0; ks < KT; ++ks) {
+          wait_bar<(CL > 1)>(empty0 + 8 * s, ph ^ 1u);
+          const uint32_t sb = base + s * C::STAGE, fb = full0 + 8 * s;
+          expect_tx(fb, C::STAGE);
+          bulk_g2s(sb, a_c + (static_cast<size_t>(ks) * m_pad + m0) * 128, C::A_BYTES, fb);
+          bulk_g2s(sb + C::A_BYTES + B_STAGE, meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024, C::M_BYTES, fb);
+          const uint8_t* bs = b16 + (static_cast<size_t>(nt) * KT + ks) * B_STAGE;
+          if (CL == 1)
+            bulk_g2s(sb + C::A_BYTES, bs, B_STAGE, fb);
+          else
+            bulk_g2s_mc(sb + C::A_BYTES + rank * B_ATOM, bs + rank * B_ATOM, B_ATOM, fb, static_cast<uint16_t>((1u << CL) - 1u));
+          if (++s == C::STAGES) { s = 0; ph ^= 1u; }
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1, lt = tid & 127, w = lt >> 5, l = lt & 31, g = l >> 2, q = l & 3;
+    const int u = 16 * w + 2 * g + (l & 1);
+    const uint64_t da0 = b_desc(base + cw * MW * 64 * 128), db0 = b_desc(base + C::A_BYTES);
+    const uint32_t never = m < 0 ? 1u : 0u;
+    float acc[MW][64];
+#pragma unroll
+    for (int i = 0; i < MW; ++i)
+#pragma unroll
+      for (int e = 0; e < 64; ++e) acc[i][e] = 0.0f;
+    int s = 0, prev = 0;
+    uint32_t ph = 0;
+    // slot sl's MMAs have retired in this warp: lane 0 gives it back to the producer(s)
+    auto release = [&](int sl) {
+      if (l == 0) {
+        if (CL == 1) mbar_arrive(bars + C::STAGES + sl);
+        else
+          for (int d = 0; d < CL; ++d) arrive_cluster(empty0 + 8 * sl, d);
+      }
+    };
+    // one stage: its metadata into mt (other: the set the stage before used), its MMAs
+    auto stage = [&](int ks, uint4 (&mt)[MW], uint4 (&other)[MW]) {
+      wait_bar<false>(full0 + 8 * s, ph);
+      const uint32_t sb = base + s * C::STAGE;
+#pragma unroll
+      for (int i = 0; i < MW; ++i) mt[i] = ld_shared16(sb + C::A_BYTES + B_STAGE + ((cw * MW + i) * 64 + u) * 16);
+      const uint64_t off = static_cast<uint64_t>((s * C::STAGE) >> 4);
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint64_t db = db0 + off + (((j >> 1) * B_ATOM + (j & 1) * 64) >> 4);
+#pragma unroll
+        for (int i = 0; i < MW; ++i) {
+          const uint32_t mj = j == 0 ? mt[i].x : j == 1 ? mt[i].y : j == 2 ? mt[i].z : mt[i].w;
+          wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (ks | j) != 0);
+        }
+      }
+      wgmma_commit();
+      if (PIPE == 0) {  // this stage's MMAs retired before its slot and metadata registers are reused
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < MW; ++i) hold(mt[i], base, never);
+        release(s);
+      } else if (ks > 0) {  // the stage before has retired: its slot and its metadata set are free
+        wgmma_wait<1>();
+#pragma unroll
+        for (int i = 0; i < MW; ++i) hold(other[i], base, never);
+        release(prev);
+      }
+      prev = s;
+      if (++s == C::STAGES) { s = 0; ph ^= 1u; }
+    };
+    uint4 mt0[MW], mt1[MW];
+    for (int t = cid; t < tiles; t += ncl) {
+      const int m0 = ((t / NT) * CL + static_cast<int>(rank)) * C::BM, n0 = (t % NT) * BN;
 #pragma unroll 1
-  for (int it = 0; it < KT; ++it) {
-    cp_async_wait<STAGES - 2>();
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    if (it + STAGES - 1 < KT) load(it + STAGES - 1);
-    cp_async_commit();
-    uint32_t meta[4];
+      for (int ks = 0; ks < KT; ks += 2) {  // even stages: set 0, odd stages: set 1
+        stage(ks, mt0, mt1);
+        if (ks + 1 < KT) stage(ks + 1, mt1, mt0);
+      }
+      wgmma_wait<0>();
 #pragma unroll
-    for (int j = 0; j < 4; ++j) meta[j] = meta_nxt[j];
-    const uint32_t sb = base + (it % STAGES) * STAGE_BYTES;
-    const uint64_t da = b_desc(sb + wg * 64 * 128), db = b_desc(sb + A_BYTES);
-    wgmma_fence();
+      for (int i = 0; i < MW; ++i) {
+        keep_f(acc[i]);
+        if (PIPE == 1) {
+          hold(mt0[i], base, never);
+          if (KT > 1) hold(mt1[i], base, never);
+        }
+      }
+      if (PIPE == 1) release(prev);
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      wgmma_sp(acc, da + ((32 * j) >> 4), db + (((j >> 1) * B_ATOM + (j & 1) * 64) >> 4), meta[j], (it | j) != 0);
-    wgmma_commit();
-    if (it + 1 < KT) {
+      for (int i = 0; i < MW; ++i) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) meta_nxt[j] = __ldg(mw + ((it + 1) * 4 + j) * 128);
-    }
-    wgmma_wait<0>();
-    keep_f(acc);
-  }
-  const int w = lt >> 5, l = lt & 31, g = l >> 2, q = l & 3;
+        for (int h = 0; h < 2; ++h) {
+          const int row = m0 + (cw * MW + i) * 64 + 16 * w + g + 8 * h;
+          if (row < m) {
+            __nv_bfloat16* cr = c + static_cast<size_t>(row) * n + n0 + 2 * q;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = m0 + 64 * wg + 16 * w + g + 8 * h, col = n0 + 8 * j + 2 * q;
-      if (row < m)
-        *reinterpret_cast<__nv_bfloat162*>(c + static_cast<size_t>(row) * n + col) =
-            __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            for (int jn = 0; jn < 16; ++jn)
+              *reinterpret_cast<__nv_bfloat162*>(cr + 8 * jn) = __floats2bfloat162_rn(acc[i][4 * jn + 2 * h], acc[i][4 * jn + 2 * h + 1]);
+          }
+        }
+      }
     }
   }
+  __syncwarp();
+  if (CL > 1) cluster_sync();  // no CTA leaves while its peer may still arrive on its barriers
+}
+
+template <int MW, int CL, int PIPE>
+int launch_sp_gemm(const void* a_c, const void* meta, const void* b16, void* c, int m, int m_pad, int n, int k, int pdl,
+                   int max_ctas, int one_tile, cudaStream_t s) {
+  using C = Cfg<MW, CL>;
+  static bool set = false;
+  if (!set) {
+    cudaError_t e = cudaFuncSetAttribute(sp_gemm<MW, CL, PIPE>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    if (e != cudaSuccess) return static_cast<int>(e);
+    set = true;
+  }
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  const int tiles = (m + C::BM * CL - 1) / (C::BM * CL) * (n / BN);
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[2];
+  int na = 0;
+  cfg.blockDim = dim3(384);
+  cfg.dynamicSmemBytes = C::SMEM;
+  cfg.stream = s;
+  int clusters = sms / CL;
+  if (CL > 1) {
+    attr[na].id = cudaLaunchAttributeClusterDimension;
+    attr[na].val.clusterDim.x = CL;
+    attr[na].val.clusterDim.y = 1;
+    attr[na].val.clusterDim.z = 1;
+    ++na;
+    cfg.gridDim = dim3(CL * clusters);
+    cfg.attrs = attr;
+    cfg.numAttrs = na;
+    int active = 0;
+    if (cudaOccupancyMaxActiveClusters(&active, sp_gemm<MW, CL, PIPE>, &cfg) == cudaSuccess && active > 0 && active < clusters)
+      clusters = active;
+  }
+  if (max_ctas > 0 && max_ctas / CL < clusters) clusters = max_ctas / CL > 0 ? max_ctas / CL : 1;
+  if (one_tile) clusters = tiles;  // one (cluster) tile a CTA, in waves: no ring state carried across tiles
+  if (clusters > tiles) clusters = tiles;
+  if (clusters < 1) clusters = 1;
+  if (pdl) {
+    attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[na].val.programmaticStreamSerializationAllowed = 1;
+    ++na;
+  }
+  cfg.gridDim = dim3(CL * clusters);
+  cfg.attrs = attr;
+  cfg.numAttrs = na;
+  return static_cast<int>(cudaLaunchKernelEx(&cfg, sp_gemm<MW, CL, PIPE>, static_cast<const uint8_t*>(a_c), static_cast<const uint8_t*>(meta),
+                                             static_cast<const uint8_t*>(b16), static_cast<__nv_bfloat16*>(c), m, m_pad, n, k));
 }
 }  // namespace
 
-// a_c: fp16 [m, k/2]; meta_words: uint32 [m/64][k/32][128]; m % 128 == 0, n % 128 == 0, k % 128 == 0
-extern "C" int proto_prep_a(const void* a_vals, const void* a_meta, void* a_c, void* meta_words, int m, int k, void* s) {
-  prep_a<<<(m / 64) * (k / 32), 128, 0, static_cast<cudaStream_t>(s)>>>(
-      static_cast<const uint8_t*>(a_vals), static_cast<const uint8_t*>(a_meta), static_cast<uint4*>(a_c),
-      static_cast<uint32_t*>(meta_words), m, k);
+// m rounded up to the prepared arrays' row count
+extern "C" int proto_m_pad(int m) { return (m + M_ALIGN - 1) / M_ALIGN * M_ALIGN; }
+
+// a_c: m_pad * k / 2 fp16; meta: m_pad * k / 8 bytes; b16: n * k fp16.
+// parts: 1 = A, 2 = B, 3 = both (one launch). n % 128 == 0, k % 128 == 0, m_pad = proto_m_pad(m).
+extern "C" int proto_prep(const void* a_vals, const void* a_meta, const void* b8, void* a_c, void* meta, void* b16, int m,
+                          int m_pad, int n, int k, int parts, void* s) {
+  const int a_blocks = (parts & 1) ? (m_pad / 64) * (k / 128) : 0;
+  const int units = n / 16 * k;
+  const int b_blocks = (parts & 2) ? (units + PREP_THREADS * B_UNITS - 1) / (PREP_THREADS * B_UNITS) : 0;
+  if (a_blocks + b_blocks == 0) return 0;
+  prep<<<a_blocks + b_blocks, PREP_THREADS, 0, static_cast<cudaStream_t>(s)>>>(
+      static_cast<const uint8_t*>(a_vals), static_cast<const uint8_t*>(a_meta), static_cast<const uint8_t*>(b8),
+      static_cast<uint8_t*>(a_c), static_cast<uint8_t*>(meta), static_cast<uint8_t*>(b16), m, m_pad, n, k, a_blocks);
   return static_cast<int>(cudaGetLastError());
 }
-extern "C" int proto_prep_b(const void* b8, void* b16, int n, int k, void* s) {
-  const long long words = static_cast<long long>(n) * k / 4;
-  prep_b<<<132 * 8, 256, 0, static_cast<cudaStream_t>(s)>>>(static_cast<const uint32_t*>(b8), static_cast<uint2*>(b16), words);
-  return static_cast<int>(cudaGetLastError());
-}
-extern "C" int proto_sp_gemm(const void* a_c, const void* meta_words, const void* b16, void* c, int m, int n, int k, void* s) {
-  constexpr int SMEM = STAGES * STAGE_BYTES + 1024;
-  static bool set = false;
-  if (!set) {
-    cudaFuncSetAttribute(sp_gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
-    set = true;
+
+// variant & 3: 0 = 128 x 128 tiles, 1 = 256 x 128, 2 = 128 x 128 in clusters of 2 (B multicast),
+// 3 = 256 x 128 in clusters of 2. variant & 4: 0 = PIPE 1 (one stage's MMAs in flight, two
+// metadata register sets), 4 = PIPE 0 (wait_group 0 a stage). variant & 8: one tile a CTA
+// (grid = tiles, not persistent). pdl: launch as a programmatic dependent of the launch before (prep). max_ctas: 0
+// for one CTA an SM, else at most that many (1: one CTA walks every tile through the ring).
+extern "C" int proto_sp_gemm(const void* a_c, const void* meta, const void* b16, void* c, int m, int m_pad, int n, int k,
+                             int variant, int pdl, int max_ctas, void* s) {
+  cudaStream_t st = static_cast<cudaStream_t>(s);
+  const int one = (variant >> 3) & 1;
+#define PROTO_CASE(V, MW, CL, PIPE) \
+  case V: return launch_sp_gemm<MW, CL, PIPE>(a_c, meta, b16, c, m, m_pad, n, k, pdl, max_ctas, one, st);
+  switch (variant & 7) {
+    PROTO_CASE(0, 1, 1, 1)
+    PROTO_CASE(1, 2, 1, 1)
+    PROTO_CASE(2, 1, 2, 1)
+    PROTO_CASE(3, 2, 2, 1)
+    PROTO_CASE(4, 1, 1, 0)
+    PROTO_CASE(5, 2, 1, 0)
+    PROTO_CASE(6, 1, 2, 0)
+    PROTO_CASE(7, 2, 2, 0)
+    default: return -1;
   }
-  sp_gemm<<<dim3(n / 128, m / 128), 256, SMEM, static_cast<cudaStream_t>(s)>>>(
-      static_cast<const uint8_t*>(a_c), static_cast<const uint32_t*>(meta_words), static_cast<const uint8_t*>(b16),
-      static_cast<__nv_bfloat16*>(c), m, n, k);
-  return static_cast<int>(cudaGetLastError());
+#undef PROTO_CASE
 }

@@ -1,87 +1,447 @@
 """Checks and times the wgmma.sp prototype (tools/proto_sparse_wgmma_sp.cu): 2:4-sparse A on
-Hopper's sparse tensor cores, f16 operands, fp32 accumulation. Per m: its bad elements (first 1024 rows) against
-the float64 oracle on random a_vals / a_meta bytes (repeated positions, high bits set) with B over
-e4m3's full range, then GPU µs (graph replay, cold L2) of the MMA kernel alone, of the whole
-three-launch call, and of cuBLAS on the same problem dense in fp16 (A decoded outside the timed
-call), beside the sparse solution's dense path. On a GPU host, from the repository root:
-  PYTHONPATH=src python3 tools/proto_sparse_wgmma_sp.py [--ms 1024,4096,8192]"""
+Hopper's sparse tensor cores, f16 operands, fp32 accumulation, after one fused prep launch.
+
+1. Builds it twice with nvcc, in parallel (a -DPROTO_WATCHDOG build, whose barrier waits trap
+   instead of hanging, for the probes and checks; a plain one for the times) and prints ptxas's
+   registers and spills.
+2. Probes (m 256, n 256; at each --probe-ks, default 128 = one stage and 2048; the persistent grid, which at this size
+   is one tile a CTA, and one CTA (one cluster) walking every tile through the ring), per variant:
+   the prepared arrays byte for byte, then
+     A probe: each row r of A has one nonzero, v_r at K k_r; B random e4m3 without zeros: row r
+       of C must be v_r * B[:, k_r]. A wrong row is decoded: the (K, factor) whose B column it
+       is, if any (a K in the same group of 4 = metadata; another group = values/descriptor;
+       none = a mixture, i.e. several K or stages summed / a race);
+     B probe: each weight row n has one nonzero, w_n at K k_n; A random 2:4: column n of C must
+       be w_n * A[:, k_n], decoded the same way (another K = B's layout or descriptor).
+   One line a (variant, k, launch); the first decodes only.
+3. Checks, per case (every a_meta byte once; random a_vals / a_meta bytes with B over e4m3's full
+   range at each --check-ms, tails included): the prepared arrays byte for byte against the
+   layout model (tools/proto_sparse_wgmma_sp_layout.py), then each variant's output (poisoned
+   with NaN before the run, with NaN guard rows after row m) on sampled rows (first, last and
+   random) against the float64 oracle; bad elements are listed (first few rows / columns).
+4. Times (CUDA-graph replay, cold L2) at each --ms: the prep launch (A and B, A alone, B alone),
+   each variant that passed its checks (MMA kernel alone; the whole call, prep + MMA; the same
+   with the MMA kernel launched as a programmatic dependent of prep), and cuBLAS's dense fp16
+   GEMM on pre-decoded halves; one markdown table. Timings past --budget-s are skipped, so the
+   default run stays under about a minute on an H200.
+On a GPU host, from the repository root:
+  PYTHONPATH=src python3 tools/proto_sparse_wgmma_sp.py [--ms 1024,4096,8192] [--check-ms 1000,4100,8192]
+      [--variants 128x128,256x128,256x128w0,256x128c2] [--probe-ks 128,2048]
+Variants: tile (128x128, 256x128, c2 = clusters of 2 along m sharing B by multicast) and
+pipeline: no suffix = one stage's MMAs in flight with two metadata register sets (PIPE 1),
+w0 = wait_group 0 a stage (PIPE 0, as CUTLASS's sm90 sparse mainloop). The metadata is a
+register operand of the asynchronous MMA, read while it runs, so both keep each register set
+unchanged until the wait_group that retires its MMAs. A variant whose launch traps (watchdog)
+kills the CUDA context: the script then re-runs itself once on the remaining variants (reusing
+the builds) and says so."""
 
 import argparse
 import ctypes
+import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_grouped_wgmma import nvcc_command  # noqa: E402
-from lowbit_gemm.bench.timing import time_call  # noqa: E402
-from lowbit_gemm.oracle import accuracy_stats, sparse_gemm_oracle  # noqa: E402
-from lowbit_gemm.solutions import load_solution  # noqa: E402
-from lowbit_gemm.testing import sparse_random_inputs  # noqa: E402
-
 HERE = Path(__file__).resolve().parent
-DEF = "sparse_gemm_fp4_fp8_n2048_k2048"
+sys.path.insert(0, str(HERE))
+from probe_grouped_wgmma import nvcc_command  # noqa: E402
+import proto_sparse_wgmma_sp_layout as lay  # noqa: E402
+from lowbit_gemm.bench.timing import time_call  # noqa: E402
+from lowbit_gemm.oracle import ATOL, RTOL, sparse_gemm_oracle  # noqa: E402
+from lowbit_gemm.testing import sparse_all_meta_bytes, sparse_random_inputs  # noqa: E402
+
+CU = HERE / "proto_sparse_wgmma_sp.cu"
 HEADERS = HERE.parent / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/cuda_fp4_wgmma"
 N = K = 2048
+# name -> proto_sp_gemm's variant: tile tokens x weight rows, c2 = clusters of 2 CTAs along m sharing B;
+# suffix: none = PIPE 1 (two metadata register sets, wait_group 1), w0 = PIPE 0 (wait_group 0)
+TILES = {"128x128": 0, "256x128": 1, "128x128c2": 2, "256x128c2": 3}
+PIPES = {"": 0, "w0": 4}
+VARIANTS = {t + sfx: tv + pv for sfx, pv in PIPES.items() for t, tv in TILES.items()}
+DEFAULT_VARIANTS = "128x128,256x128,256x128w0,256x128c2"
+ONE_TILE = 8  # proto_sp_gemm variant flag: one tile a CTA (not persistent)
+L2 = 60 << 20
+DEV = "cuda"
 
 
-def build():
-    lib = "/tmp/proto_sparse_wgmma_sp.so"
-    cmd = nvcc_command(HERE / "proto_sparse_wgmma_sp.cu", lib)
-    subprocess.run(cmd[:1] + [f"-I{HEADERS}"] + cmd[1:], check=True)
-    lib = ctypes.CDLL(lib)
-    for name, n_ptr, n_int in (("proto_prep_a", 4, 2), ("proto_prep_b", 2, 2), ("proto_sp_gemm", 4, 3)):
-        f = getattr(lib, name)
-        f.argtypes = [ctypes.c_void_p] * n_ptr + [ctypes.c_int] * n_int + [ctypes.c_void_p]
-        f.restype = ctypes.c_int
+def stream():
+    return torch.cuda.current_stream().cuda_stream
+
+
+def build_start(path, watchdog, reuse=False):
+    """Starts nvcc (returns (path, watchdog, process, command, t0)); with reuse, an existing .so is kept."""
+    cmd = nvcc_command(CU, path, *(["PROTO_WATCHDOG"] if watchdog else []))
+    cmd = cmd[:1] + [f"-I{HEADERS}", "-Xptxas", "-v"] + cmd[1:]
+    if reuse and Path(path).exists():
+        return path, watchdog, None, cmd, time.time()
+    return path, watchdog, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), cmd, time.time()
+
+
+def build_finish(started):
+    path, watchdog, proc, cmd, t0 = started
+    if proc is None:
+        print(f"reusing {path}")
+    else:
+        out, err = proc.communicate()
+        if proc.returncode:
+            print(" ".join(cmd), out, err, sep="\n")
+            raise SystemExit("build failed")
+        lines, fn, spills = [], None, ""
+        for line in err.splitlines():
+            if "Compiling entry function" in line:
+                mt = re.search(r"sp_gemmILi(\d)ELi(\d)ELi(\d)", line)
+                fn = f"sp_gemm<MW {mt.group(1)}, CL {mt.group(2)}, PIPE {mt.group(3)}>" if mt else "prep"
+            elif "spill" in line and fn:
+                spills = line.strip()
+            elif "Used" in line and fn:
+                lines.append(f"{fn}: {line.split(':', 1)[1].strip()}; {spills}")
+            elif "C75" in line or "warning" in line.lower():
+                lines.append(line.strip())
+        print(f"built {path} ({'watchdog' if watchdog else 'plain'}, {time.time() - t0:.0f} s):")
+        for line in lines:
+            print("   ", line)
+    lib = ctypes.CDLL(path)
+    lib.proto_m_pad.argtypes = [ctypes.c_int]
+    lib.proto_m_pad.restype = ctypes.c_int
+    lib.proto_prep.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_int] * 5 + [ctypes.c_void_p]
+    lib.proto_prep.restype = ctypes.c_int
+    lib.proto_sp_gemm.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 7 + [ctypes.c_void_p]
+    lib.proto_sp_gemm.restype = ctypes.c_int
     return lib
+
+
+class Proto:
+    """The two C entry points on torch tensors, for one (m, n, k)."""
+
+    def __init__(self, lib, m, n, k):
+        self.lib, self.m, self.n, self.k = lib, m, n, k
+        self.mp = lib.proto_m_pad(m)
+
+    def buffers(self):
+        a_c = torch.empty(self.mp * self.k // 2, dtype=torch.float16, device=DEV)
+        meta = torch.empty(self.mp * self.k // 8, dtype=torch.uint8, device=DEV)
+        b16 = torch.empty(self.n * self.k, dtype=torch.float16, device=DEV)
+        return a_c, meta, b16
+
+    def prep(self, a_vals, a_meta, b, a_c, meta, b16, parts=3):
+        err = self.lib.proto_prep(a_vals.data_ptr(), a_meta.data_ptr(), b.data_ptr(), a_c.data_ptr(), meta.data_ptr(),
+                                  b16.data_ptr(), self.m, self.mp, self.n, self.k, parts, stream())
+        if err:
+            raise RuntimeError(f"proto_prep: CUDA error {err}")
+
+    def mma(self, a_c, meta, b16, c, variant, pdl=0, max_ctas=0):
+        err = self.lib.proto_sp_gemm(a_c.data_ptr(), meta.data_ptr(), b16.data_ptr(), c.data_ptr(), self.m, self.mp, self.n,
+                                     self.k, variant, pdl, max_ctas, stream())
+        if err:
+            raise RuntimeError(f"proto_sp_gemm variant {variant}: CUDA error {err}")
+
+
+def describe_prep_mismatch(name, got, want, mp, k):
+    bad = (got != want).nonzero().flatten()
+    if bad.numel() == 0:
+        return f"{name} ok"
+    first = bad[:4].tolist()
+    kt = k // 128
+    where = []
+    for off in first:
+        if name == "a_c":  # [KT][m_pad][128 B]
+            where.append(f"ks {off // (mp * 128)} row {off // 128 % mp} byte {off % 128}")
+        elif name == "meta":  # [KT][m_pad/64][64 u][4 j] words
+            where.append(f"ks {off // (mp * 16)} m64 {off // 1024 % (mp // 64)} u {off // 16 % 64} j {off // 4 % 4}")
+        else:  # [n/128][KT][2][128][128 B]
+            where.append(f"nt {off // (kt * 32768)} ks {off // 32768 % kt} atom {off // 16384 % 2} row {off // 128 % 128} byte {off % 128}")
+    return f"{name} {bad.numel()} bytes differ, first at " + "; ".join(where)
+
+
+def decoded_a16(a_vals, a_meta):
+    """Dense fp16 A (positions summed) for cuBLAS, on the GPU."""
+    v = a_vals.view(torch.uint8).to(torch.int64)
+    me = a_meta.view(torch.uint8).to(torch.int64)
+    lut = torch.tensor(lay.E2M1, dtype=torch.float32, device=v.device)
+    d = torch.zeros(*v.shape, 4, dtype=torch.float32, device=v.device)
+    for slot in range(2):
+        d.scatter_add_(2, ((me >> (2 * slot)) & 3).unsqueeze(-1), lut[(v >> (4 * slot)) & 15].unsqueeze(-1))
+    return d.reshape(v.shape[0], -1).half()
+
+
+
+CURRENT = {"variant": None}  # the variant being launched, for the abort message
+
+
+def prep_checked(p, a_vals, a_meta, b):
+    """Prepares (poisoned buffers) and compares the arrays with the layout model: (a_c, meta, b16, ok, msgs)."""
+    a_c, meta, b16 = p.buffers()
+    for t in (a_c, meta, b16):
+        t.view(torch.uint8).fill_(0xA5)  # poison: every byte must be written
+    p.prep(a_vals, a_meta, b, a_c, meta, b16)
+    torch.cuda.synchronize()
+    want = lay.prep_reference(a_vals.cpu(), a_meta.cpu(), b.cpu())
+    msgs = [describe_prep_mismatch(nm, g.view(torch.uint8).reshape(-1).cpu(), w, p.mp, p.k)
+            for nm, g, w in zip(("a_c", "meta", "b16"), (a_c, meta, b16), want)]
+    return a_c, meta, b16, all(msg.endswith(" ok") for msg in msgs), msgs
+
+
+def dense_a64(a_vals, a_meta):
+    """The definition's dense A in float64 (CPU)."""
+    v = a_vals.cpu().view(torch.uint8).to(torch.int64)
+    me = a_meta.cpu().view(torch.uint8).to(torch.int64)
+    lut = torch.tensor(lay.E2M1, dtype=torch.float64)
+    d = torch.zeros(*v.shape, 4, dtype=torch.float64)
+    for slot in range(2):
+        d.scatter_add_(2, ((me >> (2 * slot)) & 3).unsqueeze(-1), lut[(v >> (4 * slot)) & 15].unsqueeze(-1))
+    return d.reshape(v.shape[0], -1)
+
+
+def probe_inputs(m, n, k, seed):
+    """(A probe inputs, their expected row K and factor), (B probe inputs, expected column K and factor)."""
+    g = torch.Generator().manual_seed(seed)
+    groups = k // 4
+    # A probe: row r's one nonzero v_r (E2M1 code 1..7, sign alternating) at K k_r; other groups
+    # value 0 with random metadata bytes (any meta of a zero group is fine)
+    kr = (torch.arange(m) * 37 + 11) % k
+    codes = 1 + torch.arange(m) % 7
+    signs = (torch.arange(m) // 7) % 2
+    a_vals = torch.zeros(m, groups, dtype=torch.uint8)
+    a_meta = torch.randint(0, 256, (m, groups), generator=g, dtype=torch.int64).to(torch.uint8)
+    pos = kr % 4
+    a_vals[torch.arange(m), kr // 4] = (codes | (signs << 3)).to(torch.uint8)           # slot 0 = v_r, slot 1 = 0
+    a_meta[torch.arange(m), kr // 4] = (pos | (((pos + 1) % 4) << 2)).to(torch.uint8)   # slot 0 at k_r % 4
+    v_r = torch.tensor([lay.E2M1[int(c) | (int(sg) << 3)] for c, sg in zip(codes, signs)], dtype=torch.float64)
+    # B: e4m3 +-(1 .. 7.5) (no zeros), so that a row of C is v * one column of B only if it is that column
+    mags = torch.tensor([1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0])
+    bmag = mags[torch.randint(0, len(mags), (n, k), generator=g)]
+    bsgn = torch.where(torch.rand(n, k, generator=g) < 0.5, -1.0, 1.0)
+    b_rand = (bmag * bsgn).to(torch.float8_e4m3fn)
+    probe_a = (a_vals.view(torch.int8), a_meta.view(torch.int8), b_rand)
+    # B probe: weight row n's one nonzero w_n at K k_n; A random 2:4 bytes (repeated positions too)
+    kn = (torch.arange(n) * 53 + 5) % k
+    wvals = torch.tensor([1.0, -2.0, 0.5, 4.0, -1.5])
+    w_n = wvals[torch.arange(n) % len(wvals)]
+    b_one = torch.zeros(n, k)
+    b_one[torch.arange(n), kn] = w_n
+    a_vals2 = torch.randint(-128, 128, (m, groups), generator=g, dtype=torch.int8)
+    a_meta2 = torch.randint(-128, 128, (m, groups), generator=g, dtype=torch.int8)
+    probe_b = (a_vals2, a_meta2, b_one.to(torch.float8_e4m3fn))
+    return (probe_a, kr, v_r), (probe_b, kn, w_n.to(torch.float64))
+
+
+def decode(got, basis, want_k, want_f, what):
+    """got [R, L] (rows of C for the A probe; columns of C, transposed, for the B probe); basis
+    [K, L] the candidates (B's columns / A's columns): per bad row, the K and factor that explain it."""
+    want = want_f.view(-1, 1) * basis[want_k]
+    bad = ~((got == want) | (got.isnan() & want.isnan())).all(1)
+    nbad = int(bad.sum())
+    if nbad == 0:
+        return f"{what} ok"
+    rows = bad.nonzero().flatten()[:12].tolist()  # decode the first 12 bad rows only (CPU time)
+    gn = torch.nan_to_num(got[rows], nan=1e30)
+    norms = (basis * basis).sum(1).clamp(min=1e-30)
+    f = (gn @ basis.T) / norms                                     # [R, K]: the best factor of each candidate
+    resid = torch.stack([(gn[i].unsqueeze(0) - f[i].unsqueeze(1) * basis).abs().amax(1) for i in range(len(rows))])
+    best = resid.argmin(1)
+    notes = []
+    kinds = {"same group": 0, "other group": 0, "zero": 0, "NaN": 0, "no match": 0}
+    for ri, r in enumerate(rows):
+        kb = int(best[ri])
+        if bool(got[r].isnan().any()):
+            kinds["NaN"] += 1
+            note = f"{r}: NaN"
+        elif bool((got[r] == 0).all()):
+            kinds["zero"] += 1
+            note = f"{r}: all 0"
+        elif float(resid[ri, kb]) == 0.0:
+            kind = "same group" if kb // 4 == int(want_k[r]) // 4 else "other group"
+            kinds[kind] += 1
+            note = f"{r}: K {kb} x{float(f[ri, kb]):g} (want K {int(want_k[r])} x{float(want_f[r]):g})"
+        else:
+            kinds["no match"] += 1
+            dif = (got[r] != want[r]).nonzero().flatten()
+            j = int(dif[0]) if dif.numel() else 0
+            note = f"{r}: no match ({dif.numel()} differ, [{j}] = {float(got[r, j]):g} want {float(want[r, j]):g})"
+        if len(notes) < 4:
+            notes.append(note)
+    summary = ", ".join(f"{v} {k_}" for k_, v in kinds.items() if v) + (f" of the first {len(rows)}" if nbad > len(rows) else "")
+    return f"{what} BAD {nbad}/{got.shape[0]} [{summary}]: " + "; ".join(notes)
+
+
+def run_probes(lib, variants, ks, results):
+    m, n = 256, 256
+    print("\nProbes (m 256, n 256): A probe rows of C, B probe columns of C; bad ones decoded as 'index: K x factor'")
+    print("| variant | k | launch | prep | A probe | B probe |")
+    print("|---|---|---|---|---|---|")
+    cases = {}
+    for k in ks:
+        (pa, kr, v_r), (pb, kn, w_n) = probe_inputs(m, n, k, seed=k)
+        p = Proto(lib, m, n, k)
+        prepped = []
+        for inputs in (pa, pb):
+            dev_in = [t.to(DEV) for t in inputs]
+            a_c, meta, b16, ok, msgs = prep_checked(p, *dev_in)
+            prepped.append((a_c, meta, b16, ok, msgs))
+        bmat = pa[2].to(torch.float64)            # [n, k]: basis of the A probe = B's columns, as rows [k, n]
+        amat = dense_a64(pb[0], pb[1])             # [m, k]
+        cases[k] = (p, prepped, bmat.T.contiguous(), kr, v_r, amat.T.contiguous(), kn, w_n)
+    for name in variants:
+        cl = 2 if name.startswith(("128x128c2", "256x128c2")) else 1
+        for k in ks:
+            p, prepped, basis_a, kr, v_r, basis_b, kn, w_n = cases[k]
+            for launch, max_ctas in (("grid", 0), ("1 CTA" if cl == 1 else "1 cluster", cl)):
+                outs = []
+                for (a_c, meta, b16, ok, msgs) in prepped:
+                    c = torch.full((m + 64, n), float("nan"), dtype=torch.bfloat16, device=DEV)
+                    CURRENT["variant"] = f"{name} (probe k {k}, {launch})"
+                    p.mma(a_c, meta, b16, c, VARIANTS[name], max_ctas=max_ctas)
+                    torch.cuda.synchronize()
+                    guard = bool(c[m:].isnan().all())
+                    outs.append((c[:m].cpu().to(torch.float64), guard))
+                (ca, ga), (cb, gb) = outs
+                ra = decode(ca, basis_a, kr, v_r, "")
+                rb = decode(cb.T.contiguous(), basis_b, kn, w_n, "")
+                prep_ok = prepped[0][3] and prepped[1][3]
+                ok = ra.endswith("ok") and rb.endswith("ok") and ga and gb and prep_ok
+                results[(f"probe k {k} {launch}", name)] = ok
+                gtxt = "" if ga and gb else " (guard rows WRITTEN)"
+                print(f"| {name} | {k} | {launch} | {'ok' if prep_ok else 'BAD'} | {ra.strip()} | {rb.strip()}{gtxt} |", flush=True)
+    for k, (p, prepped, *_rest) in cases.items():
+        for which, (_, _, _, ok, msgs) in zip(("A probe", "B probe"), prepped):
+            if not ok:
+                for msg in msgs:
+                    print(f"    prep k {k} {which}:", msg)
+
+
+def check_case(lib, label, a_vals, a_meta, b, variants, results):
+    m, n, k = a_vals.shape[0], b.shape[0], 4 * a_vals.shape[1]
+    p = Proto(lib, m, n, k)
+    a_c, meta, b16 = p.buffers()
+    for t in (a_c, meta, b16):
+        t.view(torch.uint8).fill_(0xA5)  # poison: every byte must be written
+    p.prep(a_vals, a_meta, b, a_c, meta, b16)
+    torch.cuda.synchronize()
+    want = lay.prep_reference(a_vals, a_meta, b)
+    prep_msgs = [describe_prep_mismatch(nm, g.view(torch.uint8).reshape(-1), w, p.mp, k)
+                 for nm, g, w in zip(("a_c", "meta", "b16"), (a_c, meta, b16), want)]
+    prep_ok = all(msg.endswith(" ok") for msg in prep_msgs)
+    gen = torch.Generator().manual_seed(m)
+    rows = sorted(set(range(min(m, 96))) | set(range(max(0, m - 96), m)) | set(torch.randint(0, m, (64,), generator=gen).tolist()))
+    idx = torch.tensor(rows)
+    ref = sparse_gemm_oracle(a_vals.cpu()[idx], a_meta.cpu()[idx], b.cpu())
+    want_bf = ref.to(torch.bfloat16).to(torch.float64)
+    for name in variants:
+        c_full = torch.full((m + 64, n), float("nan"), dtype=torch.bfloat16, device=DEV)
+        CURRENT["variant"] = f"{name} ({label})"
+        p.mma(a_c, meta, b16, c_full, VARIANTS[name])
+        torch.cuda.synchronize()
+        guard_ok = bool(c_full[m:].isnan().all())
+        got = c_full[:m].cpu()[idx].to(torch.float64)
+        err = (got - want_bf).abs()
+        bad = ~(err <= ATOL + RTOL * want_bf.abs())
+        nb = int(bad.sum())
+        not_equal = int((got != want_bf).sum())
+        ok = nb == 0 and guard_ok and prep_ok
+        results[(label, name)] = ok
+        mx = err[~err.isnan()].max().item() if (~err.isnan()).any() else float("nan")
+        print(f"| {label} | {name} | {'ok' if prep_ok else 'BAD'} | {nb} / {bad.numel()} | {not_equal} | {mx:.3g} | "
+              f"{'ok' if guard_ok else 'WRITTEN'} |", flush=True)
+        if nb:
+            bi = bad.nonzero()
+            brow = sorted({rows[int(r)] for r in bi[:, 0]})
+            bcol = sorted({int(cc) for cc in bi[:, 1]})
+            print(f"    bad rows ({len(brow)}): {brow[:12]}  bad cols ({len(bcol)}): {bcol[:12]}")
+            print(f"    bad rows mod 64: {sorted({r % 64 for r in brow})[:16]}  cols mod 128: {sorted({cc % 128 for cc in bcol})[:16]}")
+            for r, cc in bi[:6].tolist():
+                print(f"    c[{rows[r]}, {cc}] = {got[r, cc].item():.6g}, want {want_bf[r, cc].item():.6g}")
+    if not prep_ok:
+        for msg in prep_msgs:
+            print("    prep:", msg)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ms", default="128,1024,4096,8192")
+    ap.add_argument("--ms", default="1024,4096,8192")
+    ap.add_argument("--check-ms", default="1000,4100,8192")
+    ap.add_argument("--probe-ks", default="128,2048")
+    ap.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"comma-separated, of {','.join(VARIANTS)}")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--budget-s", type=float, default=55.0, help="skip the remaining timings past this many seconds")
+    ap.add_argument("--reuse-build", action="store_true", help="load /tmp's .so files if present (the re-run after a trap)")
+    ap.add_argument("--no-rerun", action="store_true")
     args = ap.parse_args()
-    lib = build()
-    sol = load_solution(DEF, "lowbit", "cuda_sparse_fp4_mma")
-    stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variants {unknown}; known: {list(VARIANTS)}")
+    t0 = time.time()
     print(torch.cuda.get_device_name(), torch.__version__)
-    print("| m | bad | max abs err | MMA kernel µs | whole call µs | cuBLAS fp16 dense µs | solution (dense path) µs |")
-    print("|---|---|---|---|---|---|---|")
+    started = [build_start("/tmp/proto_sparse_wgmma_sp_watchdog.so", True, args.reuse_build),
+               build_start("/tmp/proto_sparse_wgmma_sp.so", False, args.reuse_build)]
+    lib_w, lib = (build_finish(st) for st in started)
+
+    results = {}
+    try:
+        run_probes(lib_w, variants, [int(x) for x in args.probe_ks.split(",")], results)
+        print("\n| case | variant | prep arrays | bad (sampled rows) | not bit-equal | max abs err | guard rows |")
+        print("|---|---|---|---|---|---|---|")
+        cases = [("all meta bytes (m 4, n 128, k 256)", sparse_all_meta_bytes(n=128, seed=5))]
+        cases += [(f"m {m}", sparse_random_inputs(m, N, K, seed=3, full_range_b=True)) for m in (int(x) for x in args.check_ms.split(","))]
+        for label, inputs in cases:
+            check_case(lib_w, label, *(t.to(DEV) for t in inputs), variants, results)
+    except RuntimeError as e:  # a trap (watchdog) or a launch error: the context is gone
+        bad = CURRENT["variant"]
+        print(f"\ncheck aborted in {bad}: {e}", flush=True)
+        rest = [v for v in variants if bad is None or v != bad.split(" ")[0]]
+        if rest and not args.no_rerun and bad is not None:
+            print(f"re-running without {bad.split(' ')[0]} (variants {','.join(rest)})", flush=True)
+            argv = [sys.executable, os.path.abspath(__file__), "--variants", ",".join(rest), "--ms", args.ms, "--check-ms",
+                    args.check_ms, "--probe-ks", args.probe_ks, "--reps", str(args.reps), "--reuse-build", "--no-rerun",
+                    "--budget-s", str(max(10.0, args.budget_s - (time.time() - t0)))]
+            sys.stdout.flush()
+            os.execv(sys.executable, argv)
+        return
+    passed = [v for v in variants if all(ok for (_, name), ok in results.items() if name == v)]
+    print(f"\nchecks {time.time() - t0:.0f} s; variants passing every probe and check: {passed or 'none'}\n")
+
+    print("GPU µs, CUDA-graph replay median, cold L2 (whole = prep + MMA; PDL: the MMA kernel a programmatic dependent of prep)")
+    print("| m | variant | prep A+B | prep A | prep B | MMA kernel | whole | whole PDL | cuBLAS fp16 dense |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for m in (int(x) for x in args.ms.split(",")):
-        a_vals, a_meta, b = (t.cuda() for t in sparse_random_inputs(m, N, K, seed=3, full_range_b=True))
-        a_c = torch.empty(m, K // 2, dtype=torch.float16, device="cuda")
-        meta = torch.empty(m // 64 * (K // 32) * 128, dtype=torch.int32, device="cuda")
-        b16 = torch.empty(N, K, dtype=torch.float16, device="cuda")
-        c = torch.full((m, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-
-        def prep(a_vals, a_meta, b, a_c, meta, b16):
-            assert not lib.proto_prep_a(a_vals.data_ptr(), a_meta.data_ptr(), a_c.data_ptr(), meta.data_ptr(), m, K, stream())
-            assert not lib.proto_prep_b(b.data_ptr(), b16.data_ptr(), N, K, stream())
-
-        def mma(a_c, meta, b16, c):
-            assert not lib.proto_sp_gemm(a_c.data_ptr(), meta.data_ptr(), b16.data_ptr(), c.data_ptr(), m, N, K, stream())
-
-        def whole(a_vals, a_meta, b, a_c, meta, b16, c):
-            prep(a_vals, a_meta, b, a_c, meta, b16)
-            mma(a_c, meta, b16, c)
-
-        whole(a_vals, a_meta, b, a_c, meta, b16, c)
-        torch.cuda.synchronize()
-        rows = min(m, 1024)  # the oracle's float64 product on the first rows only (CPU time)
-        st = accuracy_stats(c[:rows], sparse_gemm_oracle(a_vals[:rows].cpu(), a_meta[:rows].cpu(), b.cpu()))
-        a16 = torch.empty(m, K, dtype=torch.bfloat16, device="cuda")
-        b_16 = torch.empty(N, K, dtype=torch.bfloat16, device="cuda")
-        sol.entry().lowbit_sparse_dense_operands(a_vals.data_ptr(), a_meta.data_ptr(), b.data_ptr(), a16.data_ptr(),
-                                                 b_16.data_ptr(), m, N, K, stream())
-        a16, b_16 = a16.half(), b_16.half()
-        t_mma = time_call(mma, [a_c, meta, b16, c], l2_bytes=60 << 20, reps=20).median_us
-        t_whole = time_call(whole, [a_vals, a_meta, b, a_c, meta, b16, c], l2_bytes=60 << 20, reps=20).median_us
-        t_cublas = time_call(lambda x, y: torch.mm(x, y.t()), [a16, b_16], l2_bytes=60 << 20, reps=20).median_us
-        c2 = torch.empty(m, N, dtype=torch.bfloat16, device="cuda")
-        t_sol = time_call(sol.run, [a_vals, a_meta, b, c2], l2_bytes=60 << 20, reps=20).median_us
-        print(f"| {m} | {st['mismatches']} | {st['max_abs']:.3g} | {t_mma:.1f} | {t_whole:.1f} | {t_cublas:.1f} | {t_sol:.1f} |", flush=True)
+        if time.time() - t0 > args.budget_s:
+            print(f"| {m} | skipped: past --budget-s {args.budget_s:.0f} |")
+            continue
+        a_vals, a_meta, b = (t.to(DEV) for t in sparse_random_inputs(m, N, K, seed=4, full_range_b=True))
+        p = Proto(lib, m, N, K)
+        a_c, meta, b16 = p.buffers()
+        c = torch.empty(m, N, dtype=torch.bfloat16, device=DEV)
+        tc = lambda fn, targs: time_call(fn, targs, l2_bytes=L2, reps=args.reps).median_us  # noqa: E731
+        t_prep = [tc(lambda *x, parts=parts: p.prep(*x, parts=parts), [a_vals, a_meta, b, a_c, meta, b16]) for parts in (3, 1, 2)]
+        a16, b_16 = decoded_a16(a_vals, a_meta), b.half()
+        t_cublas = tc(lambda x, y: torch.mm(x, y.t()), [a16, b_16])
+        del a16, b_16
+        if not passed:
+            print(f"| {m} | (no variant passed) | " + " | ".join(f"{t:.1f}" for t in t_prep) + f" | | | | {t_cublas:.1f} |")
+        for v in passed:
+            if time.time() - t0 > args.budget_s:
+                print(f"| {m} | {v} skipped: past --budget-s |")
+                continue
+            var = VARIANTS[v]
+            row = [str(m), v] + [f"{t:.1f}" for t in t_prep]
+            row.append(f"{tc(lambda a_c, meta, b16, c: p.mma(a_c, meta, b16, c, var), [a_c, meta, b16, c]):.1f}")
+            for pdl in (0, 1):
+                def whole(a_vals, a_meta, b, a_c, meta, b16, c, pdl=pdl):
+                    p.prep(a_vals, a_meta, b, a_c, meta, b16)
+                    p.mma(a_c, meta, b16, c, var, pdl)
+                try:
+                    row.append(f"{tc(whole, [a_vals, a_meta, b, a_c, meta, b16, c]):.1f}")
+                except RuntimeError as e:
+                    row.append(f"n/a ({e})")
+            row.append(f"{t_cublas:.1f}")
+            print("| " + " | ".join(row) + " |", flush=True)
+        del a_c, meta, b16, c
+        torch.cuda.empty_cache()
+    print(f"\ntotal {time.time() - t0:.0f} s")
 
 
 if __name__ == "__main__":
