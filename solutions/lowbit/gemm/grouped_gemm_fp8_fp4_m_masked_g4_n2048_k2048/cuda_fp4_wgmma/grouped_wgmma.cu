@@ -396,7 +396,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int n_whole = s_walk[0], n_seg = s_walk[1];
     if (w < n_whole) return {static_cast<int>(blockIdx.x + w * gridDim.x), 0, KT, WHOLE};
     w -= n_whole;
-    if (w < n_seg) {
+    if (PRE && w < n_seg) {  // (only the predecoded form splits a tail)
       const int* seg = s_walk + 6 + 4 * w;
       return {seg[0], seg[1], seg[2], static_cast<Role>(seg[3])};
     }
@@ -483,7 +483,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       int grp, m0, n0;
       tile_of(item.tile, grp, m0, n0);
       if (m0 >= clamp_rows(masked_m, masked_m_is_64, grp, max_m)) continue;
-      const int kb0 = item.kb0, ns = item.kb1 - item.kb0;  // the item's stages
+      const int kb0 = PRE ? item.kb0 : 0, ns = PRE ? item.kb1 - item.kb0 : KT;  // the item's stages
       if constexpr (PRE) {
         // every block of the tile's weight rows folded whole: B' is copied in from the first
         // pass, 16 bytes a copy, chunk p + 128 i = (row p / 16 + 8 i, atom (p / 8) % 2, chunk
@@ -634,7 +634,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     int grp, m0, n0;
     tile_of(item.tile, grp, m0, n0);
     const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
-    const int kb0 = item.kb0, ns = item.kb1 - item.kb0;  // the item's stages
+    const int kb0 = PRE ? item.kb0 : 0, ns = PRE ? item.kb1 - item.kb0 : KT;  // the item's stages
     __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
     if (m0 >= rows) {  // zeros: 16 bytes a thread a step, rows below max_m
       for (int i = tid; i < BM * BN / 8; i += 256) {
