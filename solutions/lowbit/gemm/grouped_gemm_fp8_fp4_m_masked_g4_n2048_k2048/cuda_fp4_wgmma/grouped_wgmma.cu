@@ -771,7 +771,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           if (tid == 0) st_release(pre.done + blockIdx.x, 1u);
           continue;
         }
-        // the owner: the tile's other segments are CTAs bx + 1 .. last (their runs start inside it)
+        // the owner: the tile's other segments are CTAs blockIdx.x + 1 .. last (their runs start inside it)
         const int last = ((item.tile - s_walk[4] + 1) * KT - 1) / s_walk[5];
         if (tid == 0) {
           for (int j = blockIdx.x + 1; j <= last; ++j) {
