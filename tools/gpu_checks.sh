@@ -7,6 +7,7 @@
 #   tools/gpu_checks.sh sparse-tiles        # the sparse one-pass kernel's tile grid at small m
 #   tools/gpu_checks.sh sparse-memcheck sparse-racecheck   # the sparse CUDA solution, every tile
 #   tools/gpu_checks.sh sparse-probe        # the sparse CUDA few-rows kernel's tiles against Triton
+#   tools/gpu_checks.sh sparse-proto        # the wgmma.sp prototype: layout check, probes, oracle, times
 #   tools/gpu_checks.sh trace k-sweep       # where a stage's cycles go; fixed + per-stage time
 set -u
 OUT=${OUT:-gpu-logs}
@@ -39,8 +40,9 @@ for step in "$@"; do
                               python3 -m pytest -q tests/gpu/test_gpu_sparse.py -k "($SPARSE) and not dense" ;;
         sparse-probe) run_step sparse-probe 400 python3 tools/probe_sparse_mma.py --no-host ;;
         sparse-tiles) run_step sparse-tiles 300 python3 tools/sweep_sparse_tiles.py ;;
+        sparse-proto) run_step sparse-proto 200 python3 tools/proto_sparse_wgmma_sp.py ;;
         trace) run_step trace 200 bash -c "python3 tools/trace_wgmma_stages.py 64 32 32x64 && python3 tools/trace_wgmma_stages.py 64 32 128x64 && python3 tools/trace_wgmma_stages.py 512 512 128x128" ;;
         k-sweep) run_step k-sweep 300 python3 tools/k_sweep_wgmma.py variants/*/grouped_wgmma.cu ;;
-        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe trace k-sweep)"; exit 2 ;;
+        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe sparse-proto trace k-sweep)"; exit 2 ;;
     esac
 done
