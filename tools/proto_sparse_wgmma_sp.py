@@ -51,6 +51,7 @@ sys.path.insert(0, str(HERE))
 from probe_grouped_wgmma import nvcc_command  # noqa: E402
 import proto_sparse_wgmma_sp_layout as lay  # noqa: E402
 from lowbit_gemm.bench.timing import time_call  # noqa: E402
+from lowbit_gemm.numerics import sparse_a_dense  # noqa: E402
 from lowbit_gemm.oracle import ATOL, RTOL, sparse_gemm_oracle  # noqa: E402
 from lowbit_gemm.testing import sparse_all_meta_bytes, sparse_random_inputs  # noqa: E402
 
@@ -157,18 +158,6 @@ def describe_prep_mismatch(name, got, want, mp, k):
     return f"{name} {bad.numel()} bytes differ, first at " + "; ".join(where)
 
 
-def decoded_a16(a_vals, a_meta):
-    """Dense fp16 A (positions summed) for cuBLAS, on the GPU."""
-    v = a_vals.view(torch.uint8).to(torch.int64)
-    me = a_meta.view(torch.uint8).to(torch.int64)
-    lut = torch.tensor(lay.E2M1, dtype=torch.float32, device=v.device)
-    d = torch.zeros(*v.shape, 4, dtype=torch.float32, device=v.device)
-    for slot in range(2):
-        d.scatter_add_(2, ((me >> (2 * slot)) & 3).unsqueeze(-1), lut[(v >> (4 * slot)) & 15].unsqueeze(-1))
-    return d.reshape(v.shape[0], -1).half()
-
-
-
 CURRENT = {"variant": None}  # the variant being launched, for the abort message
 
 
@@ -183,17 +172,6 @@ def prep_checked(p, a_vals, a_meta, b):
     msgs = [describe_prep_mismatch(nm, g.view(torch.uint8).reshape(-1).cpu(), w, p.mp, p.k)
             for nm, g, w in zip(("a_c", "meta", "b16"), (a_c, meta, b16), want)]
     return a_c, meta, b16, all(msg.endswith(" ok") for msg in msgs), msgs
-
-
-def dense_a64(a_vals, a_meta):
-    """The definition's dense A in float64 (CPU)."""
-    v = a_vals.cpu().view(torch.uint8).to(torch.int64)
-    me = a_meta.cpu().view(torch.uint8).to(torch.int64)
-    lut = torch.tensor(lay.E2M1, dtype=torch.float64)
-    d = torch.zeros(*v.shape, 4, dtype=torch.float64)
-    for slot in range(2):
-        d.scatter_add_(2, ((me >> (2 * slot)) & 3).unsqueeze(-1), lut[(v >> (4 * slot)) & 15].unsqueeze(-1))
-    return d.reshape(v.shape[0], -1)
 
 
 def probe_inputs(m, n, k, seed):
@@ -283,7 +261,7 @@ def run_probes(lib, variants, ks, results):
             a_c, meta, b16, ok, msgs = prep_checked(p, *dev_in)
             prepped.append((a_c, meta, b16, ok, msgs))
         bmat = pa[2].to(torch.float64)            # [n, k]: basis of the A probe = B's columns, as rows [k, n]
-        amat = dense_a64(pb[0], pb[1])             # [m, k]
+        amat = sparse_a_dense(pb[0].cpu(), pb[1].cpu(), torch.float64)  # [m, k]
         cases[k] = (p, prepped, bmat.T.contiguous(), kr, v_r, amat.T.contiguous(), kn, w_n)
     for name in variants:
         cl = 2 if name.startswith(("128x128c2", "256x128c2")) else 1
@@ -417,7 +395,7 @@ def main():
         c = torch.empty(m, N, dtype=torch.bfloat16, device=DEV)
         tc = lambda fn, targs: time_call(fn, targs, l2_bytes=L2, reps=args.reps).median_us  # noqa: E731
         t_prep = [tc(lambda *x, parts=parts: p.prep(*x, parts=parts), [a_vals, a_meta, b, a_c, meta, b16]) for parts in (3, 1, 2)]
-        a16, b_16 = decoded_a16(a_vals, a_meta), b.half()
+        a16, b_16 = sparse_a_dense(a_vals, a_meta).half(), b.half()
         t_cublas = tc(lambda x, y: torch.mm(x, y.t()), [a16, b_16])
         del a16, b_16
         if not passed:

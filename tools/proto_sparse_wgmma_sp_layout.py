@@ -7,7 +7,9 @@ prepared arrays is the definition's dense A and B. Works on any device."""
 
 import torch
 
-E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+from lowbit_gemm.numerics import E2M1_VALUES
+
+E2M1 = E2M1_VALUES.tolist()  # code -> value (bit 3 the sign)
 M_ALIGN = 512   # m_pad's multiple (proto_m_pad)
 BN = 128        # weight rows a CTA tile
 B_ATOM = BN * 128
