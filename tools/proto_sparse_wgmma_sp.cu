@@ -33,8 +33,12 @@
 //         k32 step j; a thread (warp w, lane l) of a warpgroup loads the 16 bytes at u
 //   b16   [n / 128][KT][2][128][128 B]: 128 weight rows, the stage's K halves 0-63 and 64-127
 //         (one 128-byte swizzle atom each), row r's chunk c (K 8c .. 8c + 7) at c ^ (r & 7)
+//   a_r   (RS variants, instead of a_c) [KT][m_pad / 64][4 j][128 lt][4 uint32]: the A fragments of
+//         the register form, thread lt = 32 w + 4 g + q of a consumer warpgroup, m64 block, k32
+//         step j: register 2 hi + h = compressed values of group 8 j + 4 hi + q of row
+//         16 w + g + 8 h (one 16-byte load a thread a step, 512 contiguous bytes a warp)
 // A stage in shared memory is [A: BM rows x 128 B][B: 2 atoms x 128 rows x 128 B][meta BM x 16 B],
-// each part 1024-byte aligned, the same bytes as in global memory.
+// each part 1024-byte aligned, the same bytes as in global memory (RS: no A part).
 //
 // Metadata register of thread (warp w, lane l) of a warpgroup for k32 step kk (sparsity selector
 // 0): bits 0-15 row 16 w + l / 4, bits 16-31 row 16 w + l / 4 + 8, each the four groups of K
@@ -193,7 +197,7 @@ __device__ __forceinline__ uint32_t canon(uint32_t v, uint32_t me, uint32_t& nib
 __global__ void __launch_bounds__(PREP_THREADS)
     prep(const uint8_t* __restrict__ a_vals, const uint8_t* __restrict__ a_meta, const uint8_t* __restrict__ b8,
          uint8_t* __restrict__ a_c, uint8_t* __restrict__ meta, uint8_t* __restrict__ b16, int m, int m_pad, int n, int k,
-         int a_blocks) {
+         int a_blocks, int a_rs) {
   __shared__ __align__(1024) uint8_t sa[64 * 128];
   __shared__ __align__(16) uint16_t sm[64 * 4 * 2];
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // lets a PDL-launched sp_gemm start its prologue
@@ -219,7 +223,13 @@ __global__ void __launch_bounds__(PREP_THREADS)
         nib16 |= nib << (4 * e);
       }
       const int c = 4 * hs + q;                            // chunk c: groups 4c .. 4c + 3 of the stage
-      st_shared16(smem_addr(sa) + rr * 128 + ((c ^ (rr & 7)) << 4), out);
+      if (a_rs) {  // group 4c + e -> register 2 (c & 1) + half of thread 32 w + 4 lq + e, step c / 2
+        uint32_t* words = reinterpret_cast<uint32_t*>(sa);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) words[((c >> 1) * 128 + 32 * w + 4 * lq + e) * 4 + 2 * (c & 1) + half] = out[e];
+      } else {
+        st_shared16(smem_addr(sa) + rr * 128 + ((c ^ (rr & 7)) << 4), out);
+      }
       const int u = 16 * w + 2 * lq + (c & 1), j = c >> 1;  // k32 step c / 2, its K half c % 2
       sm[(u * 4 + j) * 2 + half] = static_cast<uint16_t>(nib16);
     }
@@ -264,27 +274,42 @@ __device__ __forceinline__ void wgmma_sp(float (&d)[64], uint64_t da, uint64_t d
       : "l"(da), "l"(db), "r"(meta), "r"(scale_d));
 }
 
+// the register form: A's four fragment registers (compressed values) instead of a descriptor
+__device__ __forceinline__ void wgmma_sp_rs(float (&d)[64], const uint4& a, uint64_t db, uint32_t meta, uint32_t scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"
+      "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, %69, 0, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(db), "r"(meta), "r"(scale_d));
+}
+__device__ __forceinline__ uint4 ld_nc16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
 // MW: m64 blocks a consumer warpgroup (CTA tile 128 MW tokens x 128 weight rows); CL: CTAs a
 // cluster along m, each bulk-copying one 64-K half of the shared B stage to both.
-template <int MW, int CL>
+// RS: A from registers (a_r, loaded by each consumer thread from global memory), no A in the stage.
+template <int MW, int CL, bool RS>
 struct Cfg {
   static constexpr int EMPTY_ARRIVALS = 8 * CL;                // lane 0 of 8 consumer warps, each CTA of the cluster
   static constexpr int BM = 128 * MW;
-  static constexpr int A_BYTES = BM * 128, M_BYTES = BM * 16;
+  static constexpr int A_BYTES = RS ? 0 : BM * 128, M_BYTES = BM * 16;
   static constexpr int STAGE = A_BYTES + B_STAGE + M_BYTES;  // a multiple of 1024
-  static constexpr int STAGES = MW == 1 ? 4 : 3;
+  static constexpr int STAGES = RS ? 6 : MW == 1 ? 4 : 3;
   static constexpr int SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;  // + alignment slack + barriers
   static_assert(STAGE % 1024 == 0, "stage parts must stay 1024-byte aligned");
   static_assert(SMEM <= 227 * 1024, "shared memory");
 };
 
 // PIPE: 1 = one stage's MMAs in flight, two metadata register sets; 0 = wait_group 0 a stage
-template <int MW, int CL, int PIPE>
+template <int MW, int CL, int PIPE, bool RS, bool MCA>
 __global__ void __launch_bounds__(384, 1)
     sp_gemm(const uint8_t* __restrict__ a_c, const uint8_t* __restrict__ meta, const uint8_t* __restrict__ b16,
-            __nv_bfloat16* __restrict__ c, int m, int m_pad, int n, int k) {
+            __nv_bfloat16* __restrict__ c, int m, int m_pad, int n, int k, int abl) {
   static_assert(PIPE == 0 || PIPE == 1, "PIPE");
-  using C = Cfg<MW, CL>;
+  using C = Cfg<MW, CL, RS>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t base = smem_addr(smem);
@@ -303,34 +328,50 @@ __global__ void __launch_bounds__(384, 1)
   else __syncthreads();
 
   const int KT = k / 128, NT = n / BN;
-  const int tiles = (m + C::BM * CL - 1) / (C::BM * CL) * NT;  // cluster tiles, n fastest
+  // cluster tiles, n fastest. MCA: the cluster's CTAs share the m tile (A multicast), n tiles CL nt' + rank;
+  // else they share the n tile (B multicast), m tiles CL mt' + rank
+  const int tiles = MCA ? (m + C::BM - 1) / C::BM * (NT / CL) : (m + C::BM * CL - 1) / (C::BM * CL) * NT;
   const int cid = blockIdx.x / CL, ncl = gridDim.x / CL;
+  auto tile_m0 = [&](int t) { return MCA ? (t / (NT / CL)) * C::BM : ((t / NT) * CL + static_cast<int>(rank)) * C::BM; };
+  auto tile_nt = [&](int t) { return MCA ? (t % (NT / CL)) * CL + static_cast<int>(rank) : t % NT; };
 
   if (wg == 0) {
-    setmaxnreg_dec<40>();
+    setmaxnreg_dec<RS ? 24 : 40>();  // RS: two A register sets need the consumers' 240
     if (tid == 0) {
       asm volatile("griddepcontrol.wait;\n" ::: "memory");  // PDL: prep's writes complete and visible
       int s = 0;
       uint32_t ph = 0;
       for (int t = cid; t < tiles; t += ncl) {
-        const int m0 = ((t / NT) * CL + static_cast<int>(rank)) * C::BM, nt = t % NT;
+        const int m0 = tile_m0(t), nt = tile_nt(t);
         for (int ks = 0; ks < KT; ++ks) {
           wait_bar<(CL > 1)>(empty0 + 8 * s, ph ^ 1u);
           const uint32_t sb = base + s * C::STAGE, fb = full0 + 8 * s;
-          expect_tx(fb, C::STAGE);
-          bulk_g2s(sb, a_c + (static_cast<size_t>(ks) * m_pad + m0) * 128, C::A_BYTES, fb);
-          bulk_g2s(sb + C::A_BYTES + B_STAGE, meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024, C::M_BYTES, fb);
+          // abl (ablations, output wrong): bit 0 no A copy, bit 1 no B copy
+          expect_tx(fb, C::STAGE - ((abl & 1) ? C::A_BYTES : 0) - ((abl & 2) ? B_STAGE : 0));
+          const uint16_t all = static_cast<uint16_t>((1u << CL) - 1u);
+          if (MCA) {  // each CTA copies its half of the A rows and of the metadata to both
+            if (!(abl & 1))
+              bulk_g2s_mc(sb + rank * (C::A_BYTES / CL), a_c + (static_cast<size_t>(ks) * m_pad + m0 + rank * (C::BM / CL)) * 128,
+                          C::A_BYTES / CL, fb, all);
+            bulk_g2s_mc(sb + C::A_BYTES + B_STAGE + rank * (C::M_BYTES / CL),
+                        meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024 + rank * (C::M_BYTES / CL), C::M_BYTES / CL, fb, all);
+          } else {
+            if (!RS && !(abl & 1)) bulk_g2s(sb, a_c + (static_cast<size_t>(ks) * m_pad + m0) * 128, C::A_BYTES, fb);
+            bulk_g2s(sb + C::A_BYTES + B_STAGE, meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024, C::M_BYTES, fb);
+          }
           const uint8_t* bs = b16 + (static_cast<size_t>(nt) * KT + ks) * B_STAGE;
-          if (CL == 1)
+          if (abl & 2) {
+          } else if (CL == 1 || MCA) {
             bulk_g2s(sb + C::A_BYTES, bs, B_STAGE, fb);
-          else
-            bulk_g2s_mc(sb + C::A_BYTES + rank * B_ATOM, bs + rank * B_ATOM, B_ATOM, fb, static_cast<uint16_t>((1u << CL) - 1u));
+          } else {
+            bulk_g2s_mc(sb + C::A_BYTES + rank * B_ATOM, bs + rank * B_ATOM, B_ATOM, fb, all);
+          }
           if (++s == C::STAGES) { s = 0; ph ^= 1u; }
         }
       }
     }
   } else {
-    setmaxnreg_inc<232>();
+    setmaxnreg_inc<RS ? 240 : 232>();
     const int cw = wg - 1, lt = tid & 127, w = lt >> 5, l = lt & 31, g = l >> 2, q = l & 3;
     const int u = 16 * w + 2 * g + (l & 1);
     const uint64_t da0 = b_desc(base + cw * MW * 64 * 128), db0 = b_desc(base + C::A_BYTES);
@@ -350,8 +391,20 @@ __global__ void __launch_bounds__(384, 1)
           for (int d = 0; d < CL; ++d) arrive_cluster(empty0 + 8 * sl, d);
       }
     };
-    // one stage: its metadata into mt (other: the set the stage before used), its MMAs
-    auto stage = [&](int ks, uint4 (&mt)[MW], uint4 (&other)[MW]) {
+    // RS: a register set of A fragments a stage ([i][j]: m64 block i, k32 step j), loaded from
+    // a_r for (tile t, stage ks); the thread's 16 bytes of each (block, step)
+    auto load_a = [&](uint4 (&ra)[MW][4], int t, int ks) {
+      const int b0 = tile_m0(t) / 64 + cw * MW;
+      const uint4* src = reinterpret_cast<const uint4*>(a_c) + (static_cast<size_t>(ks) * (m_pad / 64) + b0) * 4 * 128 + lt;
+#pragma unroll
+      for (int i = 0; i < MW; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) ra[i][j] = ld_nc16(src + (i * 4 + j) * 128);
+    };
+    // one stage of tile t: its metadata into mt (other: the set the stage before used), its MMAs
+    // (RS: on A set ra; the next stage's A, in this tile or the next, then goes into ro once the
+    // MMAs that read ro have retired)
+    auto stage = [&](int t, int ks, uint4 (&mt)[MW], uint4 (&other)[MW], uint4 (&ra)[MW][4], uint4 (&ro)[MW][4]) {
       wait_bar<false>(full0 + 8 * s, ph);
       const uint32_t sb = base + s * C::STAGE;
 #pragma unroll
@@ -364,31 +417,48 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int i = 0; i < MW; ++i) {
           const uint32_t mj = j == 0 ? mt[i].x : j == 1 ? mt[i].y : j == 2 ? mt[i].z : mt[i].w;
-          wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (ks | j) != 0);
+          if (RS) wgmma_sp_rs(acc[i], ra[i][j], db, mj, (ks | j) != 0);
+          else wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (ks | j) != 0);
         }
       }
       wgmma_commit();
       if (PIPE == 0) {  // this stage's MMAs retired before its slot and metadata registers are reused
         wgmma_wait<0>();
 #pragma unroll
-        for (int i = 0; i < MW; ++i) hold(mt[i], base, never);
+        for (int i = 0; i < MW; ++i) {
+          hold(mt[i], base, never);
+          if (RS)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) hold(ra[i][j], base, never);
+        }
         release(s);
-      } else if (ks > 0) {  // the stage before has retired: its slot and its metadata set are free
+      } else if (ks > 0) {  // the stage before has retired: its slot and its metadata (and A) sets are free
         wgmma_wait<1>();
 #pragma unroll
-        for (int i = 0; i < MW; ++i) hold(other[i], base, never);
+        for (int i = 0; i < MW; ++i) {
+          hold(other[i], base, never);
+          if (RS)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) hold(ro[i][j], base, never);
+        }
         release(prev);
+      }
+      if (RS) {
+        if (ks + 1 < KT) load_a(ro, t, ks + 1);
+        else if (t + ncl < tiles) load_a(ro, t + ncl, 0);
       }
       prev = s;
       if (++s == C::STAGES) { s = 0; ph ^= 1u; }
     };
     uint4 mt0[MW], mt1[MW];
+    uint4 ra0[MW][4], ra1[MW][4];  // RS only (dropped otherwise)
+    if (RS && cid < tiles) load_a(ra0, cid, 0);
     for (int t = cid; t < tiles; t += ncl) {
-      const int m0 = ((t / NT) * CL + static_cast<int>(rank)) * C::BM, n0 = (t % NT) * BN;
+      const int m0 = tile_m0(t), n0 = tile_nt(t) * BN;
 #pragma unroll 1
-      for (int ks = 0; ks < KT; ks += 2) {  // even stages: set 0, odd stages: set 1
-        stage(ks, mt0, mt1);
-        if (ks + 1 < KT) stage(ks + 1, mt1, mt0);
+      for (int ks = 0; ks < KT; ks += 2) {  // even stages: sets 0, odd stages: sets 1 (RS: KT even)
+        stage(t, ks, mt0, mt1, ra0, ra1);
+        if (ks + 1 < KT) stage(t, ks + 1, mt1, mt0, ra1, ra0);
       }
       wgmma_wait<0>();
 #pragma unroll
@@ -397,6 +467,9 @@ __global__ void __launch_bounds__(384, 1)
         if (PIPE == 1) {
           hold(mt0[i], base, never);
           if (KT > 1) hold(mt1[i], base, never);
+          if (RS)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) hold(ra1[i][j], base, never);
         }
       }
       if (PIPE == 1) release(prev);
@@ -419,20 +492,20 @@ __global__ void __launch_bounds__(384, 1)
   if (CL > 1) cluster_sync();  // no CTA leaves while its peer may still arrive on its barriers
 }
 
-template <int MW, int CL, int PIPE>
+template <int MW, int CL, int PIPE, bool RS, bool MCA>
 int launch_sp_gemm(const void* a_c, const void* meta, const void* b16, void* c, int m, int m_pad, int n, int k, int pdl,
-                   int max_ctas, int one_tile, cudaStream_t s) {
-  using C = Cfg<MW, CL>;
+                   int max_ctas, int one_tile, int abl, cudaStream_t s) {
+  using C = Cfg<MW, CL, RS>;
   static bool set = false;
   if (!set) {
-    cudaError_t e = cudaFuncSetAttribute(sp_gemm<MW, CL, PIPE>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    cudaError_t e = cudaFuncSetAttribute(sp_gemm<MW, CL, PIPE, RS, MCA>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
     if (e != cudaSuccess) return static_cast<int>(e);
     set = true;
   }
   int dev = 0, sms = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  const int tiles = (m + C::BM * CL - 1) / (C::BM * CL) * (n / BN);
+  const int tiles = MCA ? (m + C::BM - 1) / C::BM * (n / BN / CL) : (m + C::BM * CL - 1) / (C::BM * CL) * (n / BN);
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[2];
   int na = 0;
@@ -450,7 +523,7 @@ int launch_sp_gemm(const void* a_c, const void* meta, const void* b16, void* c, 
     cfg.attrs = attr;
     cfg.numAttrs = na;
     int active = 0;
-    if (cudaOccupancyMaxActiveClusters(&active, sp_gemm<MW, CL, PIPE>, &cfg) == cudaSuccess && active > 0 && active < clusters)
+    if (cudaOccupancyMaxActiveClusters(&active, sp_gemm<MW, CL, PIPE, RS, MCA>, &cfg) == cudaSuccess && active > 0 && active < clusters)
       clusters = active;
   }
   if (max_ctas > 0 && max_ctas / CL < clusters) clusters = max_ctas / CL > 0 ? max_ctas / CL : 1;
@@ -465,8 +538,8 @@ int launch_sp_gemm(const void* a_c, const void* meta, const void* b16, void* c, 
   cfg.gridDim = dim3(CL * clusters);
   cfg.attrs = attr;
   cfg.numAttrs = na;
-  return static_cast<int>(cudaLaunchKernelEx(&cfg, sp_gemm<MW, CL, PIPE>, static_cast<const uint8_t*>(a_c), static_cast<const uint8_t*>(meta),
-                                             static_cast<const uint8_t*>(b16), static_cast<__nv_bfloat16*>(c), m, m_pad, n, k));
+  return static_cast<int>(cudaLaunchKernelEx(&cfg, sp_gemm<MW, CL, PIPE, RS, MCA>, static_cast<const uint8_t*>(a_c), static_cast<const uint8_t*>(meta),
+                                             static_cast<const uint8_t*>(b16), static_cast<__nv_bfloat16*>(c), m, m_pad, n, k, abl));
 }
 }  // namespace
 
@@ -474,7 +547,7 @@ int launch_sp_gemm(const void* a_c, const void* meta, const void* b16, void* c, 
 extern "C" int proto_m_pad(int m) { return (m + M_ALIGN - 1) / M_ALIGN * M_ALIGN; }
 
 // a_c: m_pad * k / 2 fp16; meta: m_pad * k / 8 bytes; b16: n * k fp16.
-// parts: 1 = A, 2 = B, 3 = both (one launch). n % 128 == 0, k % 128 == 0, m_pad = proto_m_pad(m).
+// parts: 1 = A, 2 = B, 3 = both (one launch); | 4: A in the register form's layout (a_r). n % 128 == 0, k % 128 == 0, m_pad = proto_m_pad(m).
 extern "C" int proto_prep(const void* a_vals, const void* a_meta, const void* b8, void* a_c, void* meta, void* b16, int m,
                           int m_pad, int n, int k, int parts, void* s) {
   const int a_blocks = (parts & 1) ? (m_pad / 64) * (k / 128) : 0;
@@ -483,30 +556,33 @@ extern "C" int proto_prep(const void* a_vals, const void* a_meta, const void* b8
   if (a_blocks + b_blocks == 0) return 0;
   prep<<<a_blocks + b_blocks, PREP_THREADS, 0, static_cast<cudaStream_t>(s)>>>(
       static_cast<const uint8_t*>(a_vals), static_cast<const uint8_t*>(a_meta), static_cast<const uint8_t*>(b8),
-      static_cast<uint8_t*>(a_c), static_cast<uint8_t*>(meta), static_cast<uint8_t*>(b16), m, m_pad, n, k, a_blocks);
+      static_cast<uint8_t*>(a_c), static_cast<uint8_t*>(meta), static_cast<uint8_t*>(b16), m, m_pad, n, k, a_blocks,
+      (parts >> 2) & 1);
   return static_cast<int>(cudaGetLastError());
 }
 
 // variant & 3: 0 = 128 x 128 tiles, 1 = 256 x 128, 2 = 128 x 128 in clusters of 2 (B multicast),
 // 3 = 256 x 128 in clusters of 2. variant & 4: 0 = PIPE 1 (one stage's MMAs in flight, two
 // metadata register sets), 4 = PIPE 0 (wait_group 0 a stage). variant & 8: one tile a CTA
-// (grid = tiles, not persistent). pdl: launch as a programmatic dependent of the launch before (prep). max_ctas: 0
+// (grid = tiles, not persistent). variant & 16: A from registers (a_r from proto_prep parts | 4;
+// k / 128 even), with variant & 7 = 1. variant & 32: with 3, clusters of 2 along n sharing A
+// (multicast) instead of B. variant & 64 / 128: ablations (wrong output): no A copy / no B copy. pdl: launch as a programmatic dependent of the launch before (prep). max_ctas: 0
 // for one CTA an SM, else at most that many (1: one CTA walks every tile through the ring).
 extern "C" int proto_sp_gemm(const void* a_c, const void* meta, const void* b16, void* c, int m, int m_pad, int n, int k,
                              int variant, int pdl, int max_ctas, void* s) {
   cudaStream_t st = static_cast<cudaStream_t>(s);
-  const int one = (variant >> 3) & 1;
-#define PROTO_CASE(V, MW, CL, PIPE) \
-  case V: return launch_sp_gemm<MW, CL, PIPE>(a_c, meta, b16, c, m, m_pad, n, k, pdl, max_ctas, one, st);
-  switch (variant & 7) {
-    PROTO_CASE(0, 1, 1, 1)
-    PROTO_CASE(1, 2, 1, 1)
-    PROTO_CASE(2, 1, 2, 1)
-    PROTO_CASE(3, 2, 2, 1)
-    PROTO_CASE(4, 1, 1, 0)
-    PROTO_CASE(5, 2, 1, 0)
-    PROTO_CASE(6, 1, 2, 0)
-    PROTO_CASE(7, 2, 2, 0)
+  const int one = (variant >> 3) & 1, abl = (variant >> 6) & 3;
+  if ((variant & 16) && (k / 128) % 2) return -2;
+#define PROTO_CASE(V, MW, CL, PIPE, RS, MCA) \
+  case V: return launch_sp_gemm<MW, CL, PIPE, RS, MCA>(a_c, meta, b16, c, m, m_pad, n, k, pdl, max_ctas, one, abl, st);
+  switch (variant & 55) {
+    PROTO_CASE(0, 1, 1, 1, false, false)
+    PROTO_CASE(1, 2, 1, 1, false, false)
+    PROTO_CASE(2, 1, 2, 1, false, false)
+    PROTO_CASE(3, 2, 2, 1, false, false)
+    PROTO_CASE(5, 2, 1, 0, false, false)
+    PROTO_CASE(17, 2, 1, 1, true, false)
+    PROTO_CASE(35, 2, 2, 1, false, true)
     default: return -1;
   }
 #undef PROTO_CASE

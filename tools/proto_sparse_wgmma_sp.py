@@ -4,7 +4,7 @@ Hopper's sparse tensor cores, f16 operands, fp32 accumulation, after one fused p
 1. Builds it twice with nvcc, in parallel (a -DPROTO_WATCHDOG build, whose barrier waits trap
    instead of hanging, for the probes and checks; a plain one for the times) and prints ptxas's
    registers and spills.
-2. Probes (m 256, n 256; at each --probe-ks, default 128 = one stage and 2048; the persistent grid, which at this size
+2. Probes (m 256, n 256; at each --probe-ks, default 256 = two stages (the RS variants need an even count) and 2048; the persistent grid, which at this size
    is one tile a CTA, and one CTA (one cluster) walking every tile through the ring), per variant:
    the prepared arrays byte for byte, then
      A probe: each row r of A has one nonzero, v_r at K k_r; B random e4m3 without zeros: row r
@@ -63,7 +63,15 @@ N = K = 2048
 TILES = {"128x128": 0, "256x128": 1, "128x128c2": 2, "256x128c2": 3}
 PIPES = {"": 0, "w0": 4}
 VARIANTS = {t + sfx: tv + pv for sfx, pv in PIPES.items() for t, tv in TILES.items()}
-DEFAULT_VARIANTS = "128x128,256x128,256x128w0,256x128c2"
+RS = 16  # proto_sp_gemm variant flag: A from registers (prep's a_r layout)
+VARIANTS = {k_: v for k_, v in VARIANTS.items() if v in (0, 1, 2, 3, 5)}
+VARIANTS.update({"256x128rs": 1 + RS, "256x128a2": 3 + 32})
+ABLATIONS = {"no A copy": 64, "no B copy": 128, "no A, no B copy": 192}  # timed only: wrong output
+DEFAULT_VARIANTS = "256x128,256x128c2,256x128a2"
+
+
+def is_rs(name):
+    return bool(VARIANTS[name] & RS)
 ONE_TILE = 8  # proto_sp_gemm variant flag: one tile a CTA (not persistent)
 L2 = 60 << 20
 DEV = "cuda"
@@ -149,7 +157,10 @@ def describe_prep_mismatch(name, got, want, mp, k):
     kt = k // 128
     where = []
     for off in first:
-        if name == "a_c":  # [KT][m_pad][128 B]
+        if name == "a_r":  # [KT][m_pad/64][4 j][128 lt][16 B]
+            where.append(f"ks {off // (mp * 128)} m64 {off // 8192 % (mp // 64)} j {off // 2048 % 4} lt {off // 16 % 128} "
+                         f"reg {off // 4 % 4}")
+        elif name == "a_c":  # [KT][m_pad][128 B]
             where.append(f"ks {off // (mp * 128)} row {off // 128 % mp} byte {off % 128}")
         elif name == "meta":  # [KT][m_pad/64][64 u][4 j] words
             where.append(f"ks {off // (mp * 16)} m64 {off // 1024 % (mp // 64)} u {off // 16 % 64} j {off // 4 % 4}")
@@ -161,16 +172,17 @@ def describe_prep_mismatch(name, got, want, mp, k):
 CURRENT = {"variant": None}  # the variant being launched, for the abort message
 
 
-def prep_checked(p, a_vals, a_meta, b):
-    """Prepares (poisoned buffers) and compares the arrays with the layout model: (a_c, meta, b16, ok, msgs)."""
+def prep_checked(p, a_vals, a_meta, b, rs=False):
+    """Prepares (poisoned buffers; rs: A in the register form's layout) and compares the arrays
+    with the layout model: (a_c, meta, b16, ok, msgs)."""
     a_c, meta, b16 = p.buffers()
     for t in (a_c, meta, b16):
         t.view(torch.uint8).fill_(0xA5)  # poison: every byte must be written
-    p.prep(a_vals, a_meta, b, a_c, meta, b16)
+    p.prep(a_vals, a_meta, b, a_c, meta, b16, parts=7 if rs else 3)
     torch.cuda.synchronize()
-    want = lay.prep_reference(a_vals.cpu(), a_meta.cpu(), b.cpu())
+    want = lay.prep_reference(a_vals.cpu(), a_meta.cpu(), b.cpu(), rs=rs)
     msgs = [describe_prep_mismatch(nm, g.view(torch.uint8).reshape(-1).cpu(), w, p.mp, p.k)
-            for nm, g, w in zip(("a_c", "meta", "b16"), (a_c, meta, b16), want)]
+            for nm, g, w in zip(("a_r" if rs else "a_c", "meta", "b16"), (a_c, meta, b16), want)]
     return a_c, meta, b16, all(msg.endswith(" ok") for msg in msgs), msgs
 
 
@@ -255,18 +267,17 @@ def run_probes(lib, variants, ks, results):
     for k in ks:
         (pa, kr, v_r), (pb, kn, w_n) = probe_inputs(m, n, k, seed=k)
         p = Proto(lib, m, n, k)
-        prepped = []
-        for inputs in (pa, pb):
-            dev_in = [t.to(DEV) for t in inputs]
-            a_c, meta, b16, ok, msgs = prep_checked(p, *dev_in)
-            prepped.append((a_c, meta, b16, ok, msgs))
+        prepped = {}
+        for rs in sorted({is_rs(v) for v in variants}):
+            prepped[rs] = [prep_checked(p, *[t.to(DEV) for t in inputs], rs=rs) for inputs in (pa, pb)]
         bmat = pa[2].to(torch.float64)            # [n, k]: basis of the A probe = B's columns, as rows [k, n]
         amat = sparse_a_dense(pb[0].cpu(), pb[1].cpu(), torch.float64)  # [m, k]
         cases[k] = (p, prepped, bmat.T.contiguous(), kr, v_r, amat.T.contiguous(), kn, w_n)
     for name in variants:
-        cl = 2 if name.startswith(("128x128c2", "256x128c2")) else 1
+        cl = 2 if name.endswith(("c2", "a2")) else 1
         for k in ks:
-            p, prepped, basis_a, kr, v_r, basis_b, kn, w_n = cases[k]
+            p, prepped_by_layout, basis_a, kr, v_r, basis_b, kn, w_n = cases[k]
+            prepped = prepped_by_layout[is_rs(name)]
             for launch, max_ctas in (("grid", 0), ("1 CTA" if cl == 1 else "1 cluster", cl)):
                 outs = []
                 for (a_c, meta, b16, ok, msgs) in prepped:
@@ -284,31 +295,25 @@ def run_probes(lib, variants, ks, results):
                 results[(f"probe k {k} {launch}", name)] = ok
                 gtxt = "" if ga and gb else " (guard rows WRITTEN)"
                 print(f"| {name} | {k} | {launch} | {'ok' if prep_ok else 'BAD'} | {ra.strip()} | {rb.strip()}{gtxt} |", flush=True)
-    for k, (p, prepped, *_rest) in cases.items():
-        for which, (_, _, _, ok, msgs) in zip(("A probe", "B probe"), prepped):
-            if not ok:
-                for msg in msgs:
-                    print(f"    prep k {k} {which}:", msg)
+    for k, (p, prepped_by_layout, *_rest) in cases.items():
+        for rs, prepped in prepped_by_layout.items():
+            for which, (_, _, _, ok, msgs) in zip(("A probe", "B probe"), prepped):
+                if not ok:
+                    for msg in msgs:
+                        print(f"    prep k {k} {which}{' (RS layout)' if rs else ''}:", msg)
 
 
 def check_case(lib, label, a_vals, a_meta, b, variants, results):
     m, n, k = a_vals.shape[0], b.shape[0], 4 * a_vals.shape[1]
     p = Proto(lib, m, n, k)
-    a_c, meta, b16 = p.buffers()
-    for t in (a_c, meta, b16):
-        t.view(torch.uint8).fill_(0xA5)  # poison: every byte must be written
-    p.prep(a_vals, a_meta, b, a_c, meta, b16)
-    torch.cuda.synchronize()
-    want = lay.prep_reference(a_vals, a_meta, b)
-    prep_msgs = [describe_prep_mismatch(nm, g.view(torch.uint8).reshape(-1), w, p.mp, k)
-                 for nm, g, w in zip(("a_c", "meta", "b16"), (a_c, meta, b16), want)]
-    prep_ok = all(msg.endswith(" ok") for msg in prep_msgs)
+    prepped = {rs: prep_checked(p, a_vals, a_meta, b, rs=rs) for rs in sorted({is_rs(v) for v in variants})}
     gen = torch.Generator().manual_seed(m)
     rows = sorted(set(range(min(m, 96))) | set(range(max(0, m - 96), m)) | set(torch.randint(0, m, (64,), generator=gen).tolist()))
     idx = torch.tensor(rows)
     ref = sparse_gemm_oracle(a_vals.cpu()[idx], a_meta.cpu()[idx], b.cpu())
     want_bf = ref.to(torch.bfloat16).to(torch.float64)
     for name in variants:
+        a_c, meta, b16, prep_ok, _ = prepped[is_rs(name)]
         c_full = torch.full((m + 64, n), float("nan"), dtype=torch.bfloat16, device=DEV)
         CURRENT["variant"] = f"{name} ({label})"
         p.mma(a_c, meta, b16, c_full, VARIANTS[name])
@@ -332,16 +337,17 @@ def check_case(lib, label, a_vals, a_meta, b, variants, results):
             print(f"    bad rows mod 64: {sorted({r % 64 for r in brow})[:16]}  cols mod 128: {sorted({cc % 128 for cc in bcol})[:16]}")
             for r, cc in bi[:6].tolist():
                 print(f"    c[{rows[r]}, {cc}] = {got[r, cc].item():.6g}, want {want_bf[r, cc].item():.6g}")
-    if not prep_ok:
-        for msg in prep_msgs:
-            print("    prep:", msg)
+    for rs, (_, _, _, ok, msgs) in prepped.items():
+        if not ok:
+            for msg in msgs:
+                print(f"    prep{' (RS layout)' if rs else ''}:", msg)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ms", default="1024,4096,8192")
     ap.add_argument("--check-ms", default="1000,4100,8192")
-    ap.add_argument("--probe-ks", default="128,2048")
+    ap.add_argument("--probe-ks", default="256,2048")
     ap.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"comma-separated, of {','.join(VARIANTS)}")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--budget-s", type=float, default=55.0, help="skip the remaining timings past this many seconds")
@@ -385,6 +391,7 @@ def main():
     print("GPU µs, CUDA-graph replay median, cold L2 (whole = prep + MMA; PDL: the MMA kernel a programmatic dependent of prep)")
     print("| m | variant | prep A+B | prep A | prep B | MMA kernel | whole | whole PDL | cuBLAS fp16 dense |")
     print("|---|---|---|---|---|---|---|---|---|")
+    ablation_rows = []
     for m in (int(x) for x in args.ms.split(",")):
         if time.time() - t0 > args.budget_s:
             print(f"| {m} | skipped: past --budget-s {args.budget_s:.0f} |")
@@ -395,6 +402,8 @@ def main():
         c = torch.empty(m, N, dtype=torch.bfloat16, device=DEV)
         tc = lambda fn, targs: time_call(fn, targs, l2_bytes=L2, reps=args.reps).median_us  # noqa: E731
         t_prep = [tc(lambda *x, parts=parts: p.prep(*x, parts=parts), [a_vals, a_meta, b, a_c, meta, b16]) for parts in (3, 1, 2)]
+        t_prep_rs = [tc(lambda *x, parts=parts: p.prep(*x, parts=parts), [a_vals, a_meta, b, a_c, meta, b16])
+                     for parts in (7, 5)] + [t_prep[2]]
         a16, b_16 = sparse_a_dense(a_vals, a_meta).half(), b.half()
         t_cublas = tc(lambda x, y: torch.mm(x, y.t()), [a16, b_16])
         del a16, b_16
@@ -404,12 +413,13 @@ def main():
             if time.time() - t0 > args.budget_s:
                 print(f"| {m} | {v} skipped: past --budget-s |")
                 continue
-            var = VARIANTS[v]
-            row = [str(m), v] + [f"{t:.1f}" for t in t_prep]
+            var, parts = VARIANTS[v], 7 if is_rs(v) else 3
+            p.prep(a_vals, a_meta, b, a_c, meta, b16, parts=parts)
+            row = [str(m), v] + [f"{t:.1f}" for t in (t_prep_rs if is_rs(v) else t_prep)]
             row.append(f"{tc(lambda a_c, meta, b16, c: p.mma(a_c, meta, b16, c, var), [a_c, meta, b16, c]):.1f}")
             for pdl in (0, 1):
-                def whole(a_vals, a_meta, b, a_c, meta, b16, c, pdl=pdl):
-                    p.prep(a_vals, a_meta, b, a_c, meta, b16)
+                def whole(a_vals, a_meta, b, a_c, meta, b16, c, pdl=pdl, parts=parts):
+                    p.prep(a_vals, a_meta, b, a_c, meta, b16, parts=parts)
                     p.mma(a_c, meta, b16, c, var, pdl)
                 try:
                     row.append(f"{tc(whole, [a_vals, a_meta, b, a_c, meta, b16, c]):.1f}")
@@ -417,8 +427,17 @@ def main():
                     row.append(f"n/a ({e})")
             row.append(f"{t_cublas:.1f}")
             print("| " + " | ".join(row) + " |", flush=True)
+            if v in ("256x128", "256x128a2"):  # what the copies cost: the MMA kernel without them
+                abl = [tc(lambda a_c, meta, b16, c, bits=bits: p.mma(a_c, meta, b16, c, var + bits), [a_c, meta, b16, c])
+                       for bits in ABLATIONS.values()]
+                ablation_rows.append(f"| {m} | {v} | {row[5]} | " + " | ".join(f"{t:.1f}" for t in abl) + " |")
         del a_c, meta, b16, c
         torch.cuda.empty_cache()
+    if ablation_rows:
+        print("\nMMA kernel alone without some of its copies (wrong output; the stage's bytes not expected either)")
+        print("| m | variant | all copies | " + " | ".join(ABLATIONS) + " |")
+        print("|---|---|---|" + "---|" * len(ABLATIONS))
+        print("\n".join(ablation_rows))
     print(f"\ntotal {time.time() - t0:.0f} s")
 
 

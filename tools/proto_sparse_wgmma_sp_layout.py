@@ -51,9 +51,12 @@ def _swizzle_chunks(t: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     return torch.gather(t, t.dim() - 2, idx)
 
 
-def prep_reference(a_vals: torch.Tensor, a_meta: torch.Tensor, b_fp8: torch.Tensor):
+def prep_reference(a_vals: torch.Tensor, a_meta: torch.Tensor, b_fp8: torch.Tensor, rs: bool = False):
     """The prep launch's three arrays, as flat uint8 tensors (a_c, meta, b16), for m_pad rows:
-      a_c  [KT][m_pad][128 B], meta [KT][m_pad / 64][64 u][4 j] uint32, b16 [n / 128][KT][2][128][128 B]."""
+      a_c  [KT][m_pad][128 B], meta [KT][m_pad / 64][64 u][4 j] uint32, b16 [n / 128][KT][2][128][128 B];
+    with rs, A in the register form's layout instead (a_r, prep parts | 4):
+      a_r  [KT][m_pad / 64][4 j][128 lt][4 regs] uint32, lt = 32 w + 4 g + q, register 2 hi + h =
+           group 8 j + 4 hi + q of row 16 w + g + 8 h (values at i0, i1 as f16x2)."""
     dev = a_vals.device
     m, g = a_vals.shape
     k, n = 4 * g, b_fp8.shape[0]
@@ -65,7 +68,10 @@ def prep_reference(a_vals: torch.Tensor, a_meta: torch.Tensor, b_fp8: torch.Tens
     lo, hi, nib = canon(v, me)
     comp = torch.stack([lo, hi], dim=-1).to(torch.float16).reshape(mp, kt, 8, 8)   # [row, ks, chunk, 8 halves]
     rows = torch.arange(mp, device=dev)
-    a_c = _swizzle_chunks(comp.permute(1, 0, 2, 3), rows)                          # [ks, row, chunk, 8]
+    if rs:  # [mb, w, h, g, ks, j, hi, q, 2] -> [ks, mb, j, w, g, q, hi, h, 2]
+        a_c = comp.reshape(mp // 64, 4, 2, 8, kt, 4, 2, 4, 2).permute(4, 0, 5, 1, 3, 7, 6, 2, 8)
+    else:
+        a_c = _swizzle_chunks(comp.permute(1, 0, 2, 3), rows)                      # [ks, row, chunk, 8]
     # nibble of (row 64 mb + 16 w + 8 half + lq, group 32 ks + 8 j + 4 hb + e)
     nb = nib.reshape(mp // 64, 4, 2, 8, kt, 4, 2, 4)
     nib16 = (nb << (4 * torch.arange(4, device=dev))).sum(-1)                     # [mb, w, half, lq, ks, j, hb]
