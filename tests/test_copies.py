@@ -27,6 +27,8 @@ COPIES: dict[str, list[str]] = {
                                                    f"{_GROUPED}/triton_fp4_dot_scaled/checks.py"],
     # The first-use build of a CUDA solution's library (sm_90a, cached by a hash of its sources).
     f"{_GROUPED}/cuda_fp4_wgmma/build.py": [f"{_SPARSE}/cuda_sparse_fp4_mma/build.py"],
+    # The Hopper PTX building blocks (descriptors, mbarriers, wgmma fences) of the CUDA kernels.
+    f"{_GROUPED}/cuda_fp4_wgmma/hopper_ptx.cuh": [f"{_SPARSE}/cuda_sparse_fp4_mma/hopper_ptx.cuh"],
     # The dense path's cuBLAS GEMM with fp32 sums (no bf16 split-K reductions).
     f"{_SPARSE}/triton_sparse_fp4_exact/dense_mm.py": [f"{_SPARSE}/cuda_sparse_fp4_mma/dense_mm.py"],
     # fp32 -> bf16 rounding of the stores (by hand under the interpreter).

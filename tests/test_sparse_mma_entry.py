@@ -52,9 +52,11 @@ def test_a_tile_the_kernel_lacks_is_named(tile):
 
 
 def test_every_m_has_a_path():
-    for m in itertools.chain(range(1, 300), (1000, 4096, 8192, 1 << 20)):
-        tile = heuristics.choose(m)
-        assert tile == "dense" or tile in heuristics.TILES, (m, tile)
+    for m in itertools.chain(range(1, 300), (1000, 2048, 4096, 8192, 1 << 20)):
+        tile = heuristics.choose(m, 2048)
+        assert tile in heuristics.PATHS or tile in heuristics.TILES, (m, tile)
+        # the sparse-MMA kernel's tiles need n % 128 == 0: other n take the dense path
+        assert heuristics.choose(m, 2000) not in heuristics.SPARSE_MMA, m
 
 
 def group_f16_model(v: int, meta: int):

@@ -7,7 +7,7 @@
 #   tools/gpu_checks.sh sparse-tiles        # the sparse one-pass kernel's tile grid at small m
 #   tools/gpu_checks.sh sparse-memcheck sparse-racecheck   # the sparse CUDA solution, every tile
 #   tools/gpu_checks.sh sparse-probe        # the sparse CUDA few-rows kernel's tiles against Triton
-#   tools/gpu_checks.sh sparse-proto        # the wgmma.sp prototype: layout check, probes, oracle, times
+#   tools/gpu_checks.sh sparse-paths        # the sparse CUDA solution's paths, forced, checked and timed
 #   tools/gpu_checks.sh trace k-sweep       # where a stage's cycles go; fixed + per-stage time
 set -u
 OUT=${OUT:-gpu-logs}
@@ -23,7 +23,7 @@ run_step() {  # name, time limit (s), command...
 }
 
 SMALL="cuda_fp4_wgmma and (rows_1_63_65_128 or out_of_range or wide_b_scale or max_m_1-)"
-SPARSE="cuda_every_tile or (cuda_sparse_fp4_mma and (pruned_m_1- or pruned_m_65 or every_meta_byte))"
+SPARSE="cuda_every_tile or (cuda_sparse_mma_rows and (m257 or m1000)) or (cuda_sparse_fp4_mma and (pruned_m_1- or pruned_m_65 or every_meta_byte))"
 for step in "$@"; do
     case $step in
         probe) run_step probe 300 python3 tools/probe_grouped_wgmma.py ;;
@@ -40,9 +40,9 @@ for step in "$@"; do
                               python3 -m pytest -q tests/gpu/test_gpu_sparse.py -k "($SPARSE) and not dense" ;;
         sparse-probe) run_step sparse-probe 400 python3 tools/probe_sparse_mma.py --no-host ;;
         sparse-tiles) run_step sparse-tiles 300 python3 tools/sweep_sparse_tiles.py ;;
-        sparse-proto) run_step sparse-proto 200 python3 tools/proto_sparse_wgmma_sp.py ;;
+        sparse-paths) run_step sparse-paths 200 python3 tools/time_sparse_paths.py ;;
         trace) run_step trace 200 bash -c "python3 tools/trace_wgmma_stages.py 64 32 32x64 && python3 tools/trace_wgmma_stages.py 64 32 128x64 && python3 tools/trace_wgmma_stages.py 512 512 128x128" ;;
         k-sweep) run_step k-sweep 300 python3 tools/k_sweep_wgmma.py variants/*/grouped_wgmma.cu ;;
-        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe sparse-proto trace k-sweep)"; exit 2 ;;
+        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe sparse-paths trace k-sweep)"; exit 2 ;;
     esac
 done

@@ -65,11 +65,11 @@ def test_a_call_after_a_larger_one(name):
 
 
 @pytest.mark.parametrize("name", SOLUTIONS)
-def test_one_call_in_a_cuda_graph(name):
+@pytest.mark.parametrize("m", [256, 4096])
+def test_one_call_in_a_cuda_graph(name, m):
     """Captured once, replayed on the captured inputs and again after they are overwritten in
     place: a replay must read the inputs, not what the capture saw."""
     run = entry_point(DEF, name)
-    m = 256
     inputs = make(m, "pruned", {}, seed=2)
     c = torch.empty(m, N, dtype=torch.bfloat16, device="cuda")
     graph = capture(run, inputs, c)
@@ -79,7 +79,8 @@ def test_one_call_in_a_cuda_graph(name):
 
 
 CUDA = "cuda_sparse_fp4_mma"
-CUDA_TILES = [*load_solution(DEF, "lowbit", CUDA, entry="heuristics").TILES, "dense"]
+_HEUR = load_solution(DEF, "lowbit", CUDA, entry="heuristics")
+CUDA_TILES = [*_HEUR.TILES, *_HEUR.PATHS]
 is_hopper = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 
 
@@ -93,3 +94,31 @@ def test_cuda_every_tile(tile, m):
     inputs = make(m, "random", {"full_range_b": True}, seed=m)
     check_calls(lambda *a: main.sparse_gemm_fp4_fp8(*a, tile=tile), inputs, (m, N), sparse_gemm_oracle(*inputs), DEF,
                 f"{CUDA} tile {tile} m {m}")
+
+
+@pytest.mark.skipif(not is_hopper, reason=f"{CUDA} needs a Hopper GPU")
+@pytest.mark.parametrize("tile", list(_HEUR.SPARSE_MMA))
+@pytest.mark.parametrize("m", [255, 257, 1000, 4100], ids=lambda m: f"m{m}")
+def test_cuda_sparse_mma_rows(tile, m):
+    """The sparse-MMA paths, forced, around and past their tiles (128 / 256 tokens, m_pad a
+    multiple of 256), random meta bytes and B at e4m3's full range."""
+    main = load_solution(DEF, "lowbit", CUDA)
+    inputs = make(m, "random", {"full_range_b": True}, seed=m)
+    check_calls(lambda *a: main.sparse_gemm_fp4_fp8(*a, tile=tile), inputs, (m, N), sparse_gemm_oracle(*inputs), DEF,
+                f"{CUDA} tile {tile} m {m}")
+
+
+@pytest.mark.skipif(not is_hopper, reason=f"{CUDA} needs a Hopper GPU")
+def test_cuda_calls_on_two_streams():
+    """Two many-row calls in flight at once on two streams: each has its own workspace."""
+    main = load_solution(DEF, "lowbit", CUDA)
+    ins = [make(4096, "random", {"pruned_meta": True}, seed=s) for s in (11, 12)]
+    outs = [torch.full((4096, N), float("nan"), dtype=torch.bfloat16, device="cuda") for _ in ins]
+    streams = [torch.cuda.Stream() for _ in ins]
+    torch.cuda.synchronize()
+    for st, x, c in zip(streams, ins, outs):
+        with torch.cuda.stream(st):
+            main.run(*x, c)
+    torch.cuda.synchronize()
+    for x, c in zip(ins, outs):
+        check(c, x, sparse_gemm_oracle(*x), DEF, f"{CUDA} two streams")

@@ -2,25 +2,46 @@
 
 A tile (mt, nt) is sparse_mma.cu's few-rows kernel: 16 * mt rows of B a CTA, 8 * nt tokens a
 CTA (the tokens split over blockIdx.y so that every round of them has its own CTAs). "dense" is
-the many-rows path: one launch writes A and B dense in bf16, then one cuBLAS GEMM. H200 figures
-in docs/kernels/sparse_gemm.md.
+one launch writing A and B dense in bf16, then one cuBLAS GEMM. "wgmma_sp_128" / "wgmma_sp_256"
+are the sparse tensor cores (sparse_wgmma_sp.cuh: a prep launch, then the sparse-MMA kernel on
+128 or 256 tokens x 128 weight rows a tile; n a multiple of 128). H200 figures in
+docs/kernels/sparse_gemm.md.
 """
 
 TILES = ((1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (2, 8), (4, 1), (4, 2), (4, 4))  # the kernel's instantiations
+SPARSE_MMA = {"wgmma_sp_128": 1, "wgmma_sp_256": 2}  # name -> m64 blocks a consumer warpgroup
+PATHS = ("dense", *SPARSE_MMA)
 
 # (most rows m, tile, why)
 RULES = (
     (16, (1, 2), "128 CTAs of 16 B rows: B's 4 MiB streams through every SM, the tokens cost little"),
     (128, (4, 2), "64 B rows and 16 tokens a CTA: a token's decode is repeated once per 64 B rows, not 16"),
-    (256, (4, 2), "slower on the GPU than the dense path (17-21 against 11 us) but one launch, where the "
-                  "dense path's two launches, two allocations and cuBLAS call add ~50 us of host time"),
-    (None, "dense", "past 256 rows cuBLAS on dense bf16 operands, fp32 accumulation"),
+    (256, (4, 2), "one launch: the sparse MMAs' two launches are a little faster on the GPU (15.9 against "
+                  "17.9 us at 256 rows) but add ~15 us of host time"),
+    (None, "sparse_mma", "the sparse tensor cores: ahead of cuBLAS on dense bf16 operands from 512 rows "
+                         "(18.6 against 20.6 us at 1024, 96.4 against 108.5 at 8192), level at 257-512 on the "
+                         "GPU and ~100 us less host time (one C call, no cuBLAS call)"),
 )
+# A persistent round of 256-token tiles against one of 128-token tiles (same CTA count):
+# 28.9 against 18.6 us (m 2048 and 1024, one round each, prep included), H200.
+ROUND_COST_256 = 1.55
 
 
-def choose(m: int):
-    """(mt, nt) of the few-rows kernel, or "dense"."""
+def sparse_mma_tile(m: int, n: int, sms: int) -> str:
+    """The sparse-MMA tile that needs fewer round-weighted waves of the persistent grid: 256
+    tokens halve B's reads a token but cost ROUND_COST_256 a round, and a wave part-filled
+    costs a whole round (m 3072 on 132 SMs: 3 rounds of 128 against 2 of 256)."""
+    def rounds(bm):
+        return -(-(-(-m // bm) * (n // 128)) // sms)
+    return "wgmma_sp_256" if ROUND_COST_256 * rounds(256) < rounds(128) else "wgmma_sp_128"
+
+
+def choose(m: int, n: int, sms: int = 132):
+    """(mt, nt) of the few-rows kernel, "dense" (n % 128 != 0), or a key of SPARSE_MMA; sms:
+    the GPU's multiprocessors (132 on an H200 or H100 SXM)."""
     for most, tile, _ in RULES:
         if most is None or m <= most:
-            return tile
+            if tile != "sparse_mma":
+                return tile
+            return "dense" if n % 128 else sparse_mma_tile(m, n, sms)
     raise AssertionError("RULES ends with a catch-all")

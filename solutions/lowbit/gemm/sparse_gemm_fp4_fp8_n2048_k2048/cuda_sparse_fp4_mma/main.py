@@ -5,12 +5,15 @@ Entry points:
 - ``run(a_vals, a_meta, b_fp8, c)``: the definition's entry (n=2048, k=2048), destination
   passing: writes c and returns it.
 - ``sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None)``: any m >= 0, n >= 1 and k a
-  positive multiple of 128; tile one of heuristics.TILES or "dense" overrides the heuristic.
+  positive multiple of 128; tile one of heuristics.TILES or heuristics.PATHS overrides the
+  heuristic (the sparse-MMA paths need n % 128 == 0).
 
-Few rows (heuristics.py): one launch of the few-rows kernel. More: one launch writing both
-operands dense in bf16, then one cuBLAS GEMM into c. Needs a Hopper GPU (the library is built
-for sm_90a on first use, build.py). Nothing is kept across calls but the plan of a shape and
-the library; the dense operands are fresh per call.
+By rows (heuristics.py): one launch of the few-rows kernel; or one launch writing both operands
+dense in bf16, then one cuBLAS GEMM into c; or, for many rows, one call into the library that
+prepares both operands for the sparse tensor cores and runs the sparse-MMA kernel on them.
+Needs a Hopper GPU (the library is built for sm_90a on first use, build.py). Nothing is kept
+across calls but the plan of a shape and the library; the dense or prepared operands are fresh
+per call (one allocation from torch's stream-ordered allocator).
 """
 
 import ctypes
@@ -22,7 +25,7 @@ import torch
 from .build import library
 from .checks import check_tensor
 from .dense_mm import mm_fp32_sums
-from .heuristics import TILES, choose
+from .heuristics import PATHS, SPARSE_MMA, TILES, choose
 
 _HERE = Path(__file__).resolve().parent
 DEF_N, DEF_K = 2048, 2048
@@ -31,13 +34,15 @@ _BYTES = (torch.int8, torch.uint8)
 
 class _Plan(NamedTuple):
     empty: bool
-    dense: bool = False
+    path: str = "small"  # "small", "dense" or "sparse_mma"
     m: int = 0
     n: int = 0
     k: int = 0
     mt: int = 0
     nt: int = 0
     ysplit: int = 0
+    mw: int = 0          # sparse_mma: m64 blocks a consumer warpgroup
+    work: int = 0        # sparse_mma: workspace bytes
     dev: int = 0
 
 
@@ -46,24 +51,29 @@ _LIB = None
 
 
 def entry():
-    """The built library (built on first use, build.py) with its two entries' argument types set:
-    lowbit_sparse_small_m(a_vals, a_meta, b_fp8, c, m, n, k, mt, nt, ysplit, stream) and
-    lowbit_sparse_dense_operands(a_vals, a_meta, b_fp8, a16, b16, m, n, k, stream) ->
-    cudaError_t code."""
+    """The built library (built on first use, build.py) with its entries' argument types set:
+    lowbit_sparse_small_m(a_vals, a_meta, b_fp8, c, m, n, k, mt, nt, ysplit, stream),
+    lowbit_sparse_dense_operands(a_vals, a_meta, b_fp8, a16, b16, m, n, k, stream) and
+    lowbit_sparse_wgmma_sp(a_vals, a_meta, b_fp8, c, work, m, n, k, mw, stream) -> cudaError_t
+    code; lowbit_sparse_wgmma_sp_workspace(m, n, k) -> bytes."""
     global _LIB
     if _LIB is None:
-        lib = library(_HERE / "sparse_mma.cu")
+        lib = library(_HERE / "sparse_mma.cu", [_HERE / "sparse_wgmma_sp.cuh", _HERE / "hopper_ptx.cuh"])
         lib.lowbit_sparse_small_m.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 6 + [ctypes.c_void_p]
         lib.lowbit_sparse_dense_operands.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
+        lib.lowbit_sparse_wgmma_sp.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 4 + [ctypes.c_void_p]
+        lib.lowbit_sparse_wgmma_sp_workspace.argtypes = [ctypes.c_int] * 3
+        lib.lowbit_sparse_wgmma_sp_workspace.restype = ctypes.c_longlong
         lib.lowbit_sparse_small_m.restype = lib.lowbit_sparse_dense_operands.restype = ctypes.c_int
+        lib.lowbit_sparse_wgmma_sp.restype = ctypes.c_int
         _LIB = lib
     return _LIB
 
 
 def _make_plan(a_vals, a_meta, b_fp8, c, tile, entry):
     """Validates every argument (ValueError naming it) and chooses the path and tile."""
-    if tile is not None and tile != "dense" and (not isinstance(tile, (tuple, list)) or tuple(tile) not in TILES):
-        raise ValueError(f"tile: expected None, 'dense' or one of {TILES}, got {tile!r}")
+    if tile is not None and tile not in PATHS and (not isinstance(tile, (tuple, list)) or tuple(tile) not in TILES):
+        raise ValueError(f"tile: expected None, one of {PATHS} or one of {TILES}, got {tile!r}")
     if not isinstance(a_vals, torch.Tensor) or a_vals.dim() != 2:
         raise ValueError("a_vals: expected a 2-D tensor [m, k/4]")
     if not isinstance(b_fp8, torch.Tensor) or b_fp8.dim() != 2:
@@ -83,11 +93,16 @@ def _make_plan(a_vals, a_meta, b_fp8, c, tile, entry):
         raise ValueError(f"b_fp8: expected a tensor on a Hopper GPU (sm_90a, compute capability 9.0), got {dev}")
     if m == 0:
         return _Plan(True)
-    tile = tile or choose(m)
+    tile = tile or choose(m, n, torch.cuda.get_device_properties(dev).multi_processor_count)
+    if tile in SPARSE_MMA and n % 128:
+        raise ValueError(f"tile: {tile!r} needs n (b_fp8 dimension 0) a multiple of 128, got {n}")
     if tile == "dense":
-        return _Plan(False, True, m, n, k, dev=dev.index)
+        return _Plan(False, "dense", m, n, k, dev=dev.index)
+    if tile in SPARSE_MMA:
+        work = (_LIB or entry()).lowbit_sparse_wgmma_sp_workspace(m, n, k)
+        return _Plan(False, "sparse_mma", m, n, k, mw=SPARSE_MMA[tile], work=work, dev=dev.index)
     mt, nt = tile
-    return _Plan(False, False, m, n, k, mt, nt, min(-(-m // (8 * nt)), 65535), dev.index)
+    return _Plan(False, "small", m, n, k, mt, nt, min(-(-m // (8 * nt)), 65535), dev=dev.index)
 
 
 def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None, _entry=False):
@@ -125,10 +140,16 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, c, tile=None, _entry=False):
 
 def _launch(lib, plan, ptrs, c):
     stream = torch._C._cuda_getCurrentRawStream(plan.dev)
-    if not plan.dense:
+    if plan.path == "small":
         err = lib.lowbit_sparse_small_m(*ptrs, plan.m, plan.n, plan.k, plan.mt, plan.nt, plan.ysplit, stream)
         if err:
             raise RuntimeError(f"sparse few-rows kernel launch failed: CUDA error {err}")
+        return c
+    if plan.path == "sparse_mma":
+        work = torch.empty(plan.work, dtype=torch.uint8, device=c.device)  # this call's prepared operands
+        err = lib.lowbit_sparse_wgmma_sp(*ptrs, work.data_ptr(), plan.m, plan.n, plan.k, plan.mw, stream)
+        if err:
+            raise RuntimeError(f"sparse-MMA launch failed: CUDA error {err}")
         return c
     ab16 = torch.empty((plan.m + plan.n, plan.k), dtype=torch.bfloat16, device=c.device)  # one allocation
     a16, b16 = ab16[:plan.m], ab16[plan.m:]  # b16 starts m k 2 bytes in: 16-byte aligned as k % 128 == 0

@@ -18,11 +18,14 @@
 // are then one load, and A's group 4 t + s (K 16 t + 4 s .. + 3) is one byte of a_vals and one
 // of a_meta: its positions 0, 1 are the B-operand register b0 and its positions 2, 3 b1.
 //
-// For more rows, dense_operands_kernel (further down) writes A and B dense in bf16 for cuBLAS.
+// Between the two, dense_operands_kernel (further down) writes A and B dense in bf16 for cuBLAS;
+// for many rows, sparse_wgmma_sp.cuh runs the sparse tensor cores on prepared fp16 operands.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include "sparse_wgmma_sp.cuh"
 
 namespace {
 
@@ -298,4 +301,21 @@ extern "C" int lowbit_sparse_dense_operands(const void* a_vals, const void* a_me
       static_cast<const uint32_t*>(a_vals), static_cast<const uint32_t*>(a_meta), static_cast<const uint4*>(b_fp8),
       static_cast<uint4*>(a16), static_cast<uint4*>(b16), a_items, items);
   return static_cast<int>(cudaGetLastError());
+}
+
+// Bytes of the workspace lowbit_sparse_wgmma_sp needs for (m, n, k).
+extern "C" long long lowbit_sparse_wgmma_sp_workspace(int m, int n, int k) { return sp_wgmma::workspace_bytes(m, n, k); }
+
+// The many-rows path (sparse_wgmma_sp.cuh): prep into work, then the sparse-MMA kernel, 128 mw
+// tokens x 128 weight rows a tile (mw 1 or 2). work: lowbit_sparse_wgmma_sp_workspace(m, n, k)
+// bytes, 16-byte aligned, not shared with a call that may run concurrently. n % 128 == 0,
+// k % 128 == 0. Returns a cudaError_t code.
+extern "C" int lowbit_sparse_wgmma_sp(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, void* work,
+                                      int m, int n, int k, int mw, void* stream) {
+  if (m <= 0 || n <= 0) return 0;
+  if (k <= 0 || k % 128 || n % 128) return static_cast<int>(cudaErrorInvalidValue);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (mw == 1) return sp_wgmma::launch<1>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+  if (mw == 2) return sp_wgmma::launch<2>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+  return static_cast<int>(cudaErrorInvalidValue);
 }

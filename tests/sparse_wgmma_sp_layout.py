@@ -1,16 +1,17 @@
-"""Torch model of the wgmma.sp prototype's data layouts (tools/proto_sparse_wgmma_sp.cu): what its
-prep launch writes (`prep_reference`), and what its MMA kernel's producer copies into a stage
-and its consumers' descriptors and metadata loads read back from it (`mma_view`). The driver
-(tools/proto_sparse_wgmma_sp.py) compares the GPU's prepared arrays with `prep_reference`
-byte for byte; tests/test_proto_wgmma_sp_model.py checks on the CPU that `mma_view` of the
-prepared arrays is the definition's dense A and B. Works on any device."""
+"""Torch model of the data layouts of the sparse CUDA solution's sparse-MMA path
+(solutions/lowbit/gemm/sparse_gemm_fp4_fp8_n2048_k2048/cuda_sparse_fp4_mma/sparse_wgmma_sp.cuh):
+what its prep launch writes into the workspace (`prep_reference`), and what its MMA kernel's
+producer copies into a stage and its consumers' descriptors and metadata loads read back from
+it (`mma_view`). tests/test_sparse_wgmma_sp_model.py checks on the CPU that the kernel's
+arithmetic writes `prep_reference` and that `mma_view` of it is the definition's dense A and B.
+Works on any device."""
 
 import torch
 
 from lowbit_gemm.numerics import E2M1_VALUES
 
 E2M1 = E2M1_VALUES.tolist()  # code -> value (bit 3 the sign)
-M_ALIGN = 512   # m_pad's multiple (proto_m_pad)
+M_ALIGN = 256   # m_pad's multiple (sp_wgmma::m_pad_of)
 BN = 128        # weight rows a CTA tile
 B_ATOM = BN * 128
 B_STAGE = 2 * B_ATOM
@@ -51,12 +52,9 @@ def _swizzle_chunks(t: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     return torch.gather(t, t.dim() - 2, idx)
 
 
-def prep_reference(a_vals: torch.Tensor, a_meta: torch.Tensor, b_fp8: torch.Tensor, rs: bool = False):
+def prep_reference(a_vals: torch.Tensor, a_meta: torch.Tensor, b_fp8: torch.Tensor):
     """The prep launch's three arrays, as flat uint8 tensors (a_c, meta, b16), for m_pad rows:
-      a_c  [KT][m_pad][128 B], meta [KT][m_pad / 64][64 u][4 j] uint32, b16 [n / 128][KT][2][128][128 B];
-    with rs, A in the register form's layout instead (a_r, prep parts | 4):
-      a_r  [KT][m_pad / 64][4 j][128 lt][4 regs] uint32, lt = 32 w + 4 g + q, register 2 hi + h =
-           group 8 j + 4 hi + q of row 16 w + g + 8 h (values at i0, i1 as f16x2)."""
+      a_c  [KT][m_pad][128 B], meta [KT][m_pad / 64][64 u][4 j] uint32, b16 [n / 128][KT][2][128][128 B]."""
     dev = a_vals.device
     m, g = a_vals.shape
     k, n = 4 * g, b_fp8.shape[0]
@@ -68,10 +66,7 @@ def prep_reference(a_vals: torch.Tensor, a_meta: torch.Tensor, b_fp8: torch.Tens
     lo, hi, nib = canon(v, me)
     comp = torch.stack([lo, hi], dim=-1).to(torch.float16).reshape(mp, kt, 8, 8)   # [row, ks, chunk, 8 halves]
     rows = torch.arange(mp, device=dev)
-    if rs:  # [mb, w, h, g, ks, j, hi, q, 2] -> [ks, mb, j, w, g, q, hi, h, 2]
-        a_c = comp.reshape(mp // 64, 4, 2, 8, kt, 4, 2, 4, 2).permute(4, 0, 5, 1, 3, 7, 6, 2, 8)
-    else:
-        a_c = _swizzle_chunks(comp.permute(1, 0, 2, 3), rows)                      # [ks, row, chunk, 8]
+    a_c = _swizzle_chunks(comp.permute(1, 0, 2, 3), rows)                          # [ks, row, chunk, 8]
     # nibble of (row 64 mb + 16 w + 8 half + lq, group 32 ks + 8 j + 4 hb + e)
     nb = nib.reshape(mp // 64, 4, 2, 8, kt, 4, 2, 4)
     nib16 = (nb << (4 * torch.arange(4, device=dev))).sum(-1)                     # [mb, w, half, lq, ks, j, hb]
@@ -84,14 +79,14 @@ def prep_reference(a_vals: torch.Tensor, a_meta: torch.Tensor, b_fp8: torch.Tens
     return flat(a_c), meta_bytes.reshape(-1), flat(b16)
 
 
-def stage_image(a_c, meta, b16, m_pad, n, k, mw, m0, nt, ks, cl=1):
-    """The bytes of one pipeline stage in shared memory after the producer's (or, in a cluster,
-    the producers') bulk copies: [A BM x 128][B 2 atoms x 128 rows x 128][meta BM x 16]."""
+def stage_image(a_c, meta, b16, m_pad, n, k, mw, m0, nt, ks):
+    """The bytes of one pipeline stage in shared memory after the producer's three bulk copies:
+    [A BM x 128][B 2 atoms x 128 rows x 128][meta BM x 16]."""
     bm, kt = 128 * mw, k // 128
     a = a_c[(ks * m_pad + m0) * 128:][:bm * 128]
     md = meta[(ks * (m_pad // 64) + m0 // 64) * 1024:][:bm * 16]
     b_src = b16[(nt * kt + ks) * B_STAGE:]
-    b = torch.cat([b_src[r * B_ATOM:(r + 1) * B_ATOM] for r in range(cl)]) if cl > 1 else b_src[:B_STAGE]
+    b = b_src[:B_STAGE]
     return torch.cat([a, b, md])
 
 
@@ -144,13 +139,12 @@ def mma_view(stage: torch.Tensor, mw: int):
     return dense, bm_
 
 
-def tile_schedule(m, n, mw, cl, grid):
+def tile_schedule(m, n, mw, grid):
     """(cta, m0, n0) of every tile the persistent kernel's loop visits, in order."""
     bm, nt_count = 128 * mw, n // BN
-    tiles = (m + bm * cl - 1) // (bm * cl) * nt_count
+    tiles = (m + bm - 1) // bm * nt_count
     out = []
     for cta in range(grid):
-        cid, rank, ncl = cta // cl, cta % cl, grid // cl
-        for t in range(cid, tiles, ncl):
-            out.append((cta, ((t // nt_count) * cl + rank) * bm, (t % nt_count) * BN))
+        for t in range(cta, tiles, grid):
+            out.append((cta, (t // nt_count) * bm, (t % nt_count) * BN))
     return out

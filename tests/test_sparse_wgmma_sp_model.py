@@ -1,15 +1,15 @@
-"""CPU model of the wgmma.sp prototype (tools/proto_sparse_wgmma_sp.cu; its layouts modelled in
-tools/proto_sparse_wgmma_sp_layout.py):
+"""CPU model of the sparse CUDA solution's sparse-MMA path (cuda_sparse_fp4_mma/sparse_wgmma_sp.cuh;
+its layouts modelled in tests/sparse_wgmma_sp_layout.py):
 - canon(): for every a_vals byte and every a_meta byte, the kernel's bit operations (prmt
   table, sign bits, f16x2 add, selects) give the canonical pair the layout model gives, and it
   expands to the group the definition means (repeated positions summed, bits 4-7 ignored);
 - the prep launch's thread arithmetic (A: 64-row block, stage, thread -> swizzled chunk and
   metadata half-word; B: 16-byte unit -> two swizzled chunks) writes the layout model's arrays;
 - the MMA kernel's producer copies and consumers' descriptors and metadata loads read back the
-  definition's dense A and B for every stage of every tile, for each variant (128 / 256 tokens
-  a tile, clusters of 1 / 2), and the persistent schedule visits every tile once;
-- the ring protocol (full / empty mbarriers, per-warp releases, wait_group 0 or 1, the
-  metadata register sets) under random interleavings, for PIPE 0 and PIPE 1: no slot is
+  definition's dense A and B for every stage of every tile, for both tiles (128 / 256 tokens),
+  and the persistent schedule visits every tile once;
+- the ring protocol (full / empty mbarriers, per-warp releases, wait_group 1, the two metadata
+  register sets) under random interleavings (and wait_group 0, as a reference): no slot is
   overwritten under unretired MMAs and no metadata register set is rewritten before the
   wait_group that retires the MMAs reading it (the metadata is a register operand of the
   asynchronous MMA, read while it runs)."""
@@ -24,10 +24,10 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import proto_sparse_wgmma_sp_layout as lay  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
+import sparse_wgmma_sp_layout as lay  # noqa: E402
 
-CU = ROOT / "tools/proto_sparse_wgmma_sp.cu"
+CU = ROOT / "solutions/lowbit/gemm/sparse_gemm_fp4_fp8_n2048_k2048/cuda_sparse_fp4_mma/sparse_wgmma_sp.cuh"
 SRC = CU.read_text()
 E2M1 = lay.E2M1
 VALID_NIBBLES = {i0 | (i1 << 2) for i0 in range(4) for i1 in range(4) if i0 < i1}
@@ -65,7 +65,7 @@ def hadd2(a, b):
 
 
 def canon_bits(v, me):
-    """The .cu's canon() on integers: (f16x2 bits, nibble)."""
+    """The .cuh's canon() on integers: (f16x2 bits, nibble)."""
     sel = ((v & 7) << 4) | ((v & 0x70) << 8)
     x = prmt(0x3E3C3800, 0x46444240, sel) | ((v & 8) << 12) | ((v & 0x80) << 24)
     y = prmt(x, x, 0x1032)
@@ -120,9 +120,9 @@ def small_inputs(m, n, k, seed=0):
     return a_vals, a_meta, b
 
 
-def prep_emulated(a_vals, a_meta, b, m_pad, rs=False):
+def prep_emulated(a_vals, a_meta, b, m_pad):
     """The prep kernel's index arithmetic, thread by thread (vectorised over threads), writing
-    the canonical values and nibbles the layout model's canon gives (rs: A's a_rs branch)."""
+    the canonical values and nibbles the layout model's canon gives."""
     m, g = a_vals.shape
     k, n = 4 * g, b.shape[0]
     kt = k // 128
@@ -147,15 +147,9 @@ def prep_emulated(a_vals, a_meta, b, m_pad, rs=False):
         for q in range(4):
             c = 4 * hs + q
             chunk = halves[:, 4 * q:4 * q + 4].reshape(128, 8)
-            if rs:  # words[((c >> 1) * 128 + 32 * w + 4 * lq + e) * 4 + 2 * (c & 1) + half] = out[e]
-                for e in range(4):
-                    word = ((c >> 1) * 128 + 32 * w + 4 * lq + e) * 4 + 2 * (c & 1) + half
-                    for b_ in range(4):
-                        sa[4 * word + b_] = ((chunk[:, 2 * e + b_ // 2] >> (8 * (b_ % 2))) & 255).to(torch.uint8)
-            else:
-                dst = rr * 128 + ((c ^ (rr & 7)) << 4)   # st_shared16(sa + rr * 128 + ((c ^ (rr & 7)) << 4), out)
-                for b_ in range(16):
-                    sa[dst + b_] = ((chunk[:, b_ // 2] >> (8 * (b_ % 2))) & 255).to(torch.uint8)
+            dst = rr * 128 + ((c ^ (rr & 7)) << 4)       # st_shared16(sa + rr * 128 + ((c ^ (rr & 7)) << 4), out)
+            for b_ in range(16):
+                sa[dst + b_] = ((chunk[:, b_ // 2] >> (8 * (b_ % 2))) & 255).to(torch.uint8)
             nib16 = sum(nib[:, 4 * q + e] << (4 * e) for e in range(4))
             u, j = 16 * w + 2 * lq + (c & 1), c >> 1
             sm[(u * 4 + j) * 2 + half] = nib16
@@ -185,7 +179,6 @@ def test_prep_emulation_follows_the_source():
         "out[e] = canon((vw[q] >> (8 * e)) & 0xffu, (mw[q] >> (8 * e)) & 0xffu, nib);",
         "const int c = 4 * hs + q;",
         "st_shared16(smem_addr(sa) + rr * 128 + ((c ^ (rr & 7)) << 4), out);",
-        "for (int e = 0; e < 4; ++e) words[((c >> 1) * 128 + 32 * w + 4 * lq + e) * 4 + 2 * (c & 1) + half] = out[e];",
         "const int u = 16 * w + 2 * lq + (c & 1), j = c >> 1;",
         "sm[(u * 4 + j) * 2 + half] = static_cast<uint16_t>(nib16);",
         "const int w = rr >> 4, lq = rr & 7, half = (rr >> 3) & 1;",
@@ -196,16 +189,15 @@ def test_prep_emulation_follows_the_source():
         "uint8_t* row = b16 + ((((static_cast<size_t>(nrow >> 7) * KT + ks) * 2 + atom) * 128 + (nrow & 127)) * 128);",
         "*reinterpret_cast<uint4*>(row + ((c ^ x) << 4)) = lo;",
         "*reinterpret_cast<uint4*>(row + (((c + 1) ^ x) << 4)) = hi;",
-        "constexpr int M_ALIGN = 512;")
+        "constexpr int M_ALIGN = 256;")
 
 
-@pytest.mark.parametrize("rs", [False, True])
-def test_prep_kernel_writes_the_layout_model(rs):
+def test_prep_kernel_writes_the_layout_model():
     m, n, k = 100, 256, 256
     a_vals, a_meta, b = small_inputs(m, n, k, seed=1)
     mp = lay.m_pad_of(m)
-    want = lay.prep_reference(a_vals, a_meta, b, rs=rs)
-    got = prep_emulated(a_vals, a_meta, b, mp, rs=rs)
+    want = lay.prep_reference(a_vals, a_meta, b)
+    got = prep_emulated(a_vals, a_meta, b, mp)
     for name, x, y in zip(("a_c", "meta", "b16"), got, want):
         assert x.shape == y.shape, name
         bad = (x != y).nonzero()
@@ -225,83 +217,29 @@ def dense_a(a_vals, a_meta, m_pad):
     return d.reshape(m_pad, 4 * g)
 
 
-def test_register_form_reads_back_dense_a():
-    """The RS consumers' loads (thread lt, m64 block b, step j: the 16 bytes at
-    ((ks * m_pad / 64 + b) * 4 + j) * 128 + lt) hold the fragment the MMA reads from registers:
-    register 2 hi + h = compressed columns 2 q + 8 hi, + 1 of row 16 w + g + 8 h (w = lt / 32,
-    g = lt % 32 / 4, q = lt % 4); with each row's metadata words they give dense A."""
-    has("const uint4* src = reinterpret_cast<const uint4*>(a_c) + (static_cast<size_t>(ks) * (m_pad / 64) + b0) * 4 * 128 + lt;",
-        "for (int j = 0; j < 4; ++j) ra[i][j] = ld_nc16(src + (i * 4 + j) * 128);",
-        "if (RS) wgmma_sp_rs(acc[i], ra[i][j], db, mj, (ks | j) != 0);")
-    m, n, k = 130, 128, 256
-    a_vals, a_meta, b = small_inputs(m, n, k, seed=2)
-    mp = lay.m_pad_of(m)
-    a_r, meta, _ = lay.prep_reference(a_vals, a_meta, b, rs=True)
-    words = a_r.view(torch.int32).view(k // 128, mp // 64, 4, 128, 4).to(torch.int64) & 0xFFFFFFFF
-    want = dense_a(a_vals, a_meta, mp)
-    lt = torch.arange(128)
-    w, g, q = lt // 32, lt % 32 // 4, lt % 4
-    for ks in range(k // 128):
-        for blk in range(mp // 64):
-            # compressed [64 rows, step, 16 cols] from the fragments
-            comp = torch.zeros(64, 4, 16, dtype=torch.float64)
-            for j in range(4):
-                for reg in range(4):
-                    h, hi = reg % 2, reg // 2
-                    word = words[ks, blk, j, :, reg]
-                    for half in range(2):
-                        bits = ((word >> (16 * half)) & 0xFFFF).to(torch.int16)
-                        comp[16 * w + g + 8 * h, j, 2 * q + 8 * hi + half] = bits.view(torch.float16).to(torch.float64)
-            stage = torch.cat([torch.zeros(B_STAGE_BYTES, dtype=torch.uint8),
-                               meta[(ks * (mp // 64) + blk) * 1024:][:1024]])
-            got = dense_from(comp, stage[B_STAGE_BYTES:])
-            assert torch.equal(got, want[64 * blk:64 * blk + 64, 128 * ks:128 * ks + 128]), (ks, blk)
-
-
-B_STAGE_BYTES = lay.B_STAGE
-
-
-def dense_from(comp, meta_words):
-    """Dense [64, 128] from compressed values [64, 4 steps, 16] and one m64 block's 1 KiB of
-    metadata words (u = 16 w + 2 (l / 4) + l % 2, word j; bits 16 h + 4 e: row 16 w + l / 4 + 8 h,
-    group 4 (l % 2) + e of step j), as mma_view reads them."""
-    dense = torch.zeros(64, 128, dtype=torch.float64)
-    for u in range(64):
-        w, lq, lh = u // 16, (u % 16) // 2, u % 2
-        for j in range(4):
-            word = sum(int(meta_words[u * 16 + 4 * j + i]) << (8 * i) for i in range(4))
-            for h in range(2):
-                for e in range(4):
-                    nib = (word >> (16 * h + 4 * e)) & 15
-                    row, grp = 16 * w + lq + 8 * h, 4 * lh + e
-                    for slot, pos in ((0, nib & 3), (1, nib >> 2)):
-                        dense[row, 32 * j + 4 * grp + pos] += comp[row, j, 2 * grp + slot]
-    return dense
-
-
 def test_mma_model_follows_the_source():
     has("constexpr int BN = 128;", "constexpr int B_ATOM = BN * 128;", "constexpr int B_STAGE = 2 * B_ATOM;",
         "static constexpr int BM = 128 * MW;",
         "static constexpr int STAGE = A_BYTES + B_STAGE + M_BYTES;",
-        "if (!RS && !(abl & 1)) bulk_g2s(sb, a_c + (static_cast<size_t>(ks) * m_pad + m0) * 128, C::A_BYTES, fb);",
+        "bulk_g2s(sb, a_c + (static_cast<size_t>(ks) * m_pad + m0) * 128, C::A_BYTES, fb);",
         "bulk_g2s(sb + C::A_BYTES + B_STAGE, meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024, C::M_BYTES, fb);",
-        "const uint8_t* bs = b16 + (static_cast<size_t>(nt) * KT + ks) * B_STAGE;",
-        "bulk_g2s(sb + C::A_BYTES, bs, B_STAGE, fb);",
-        "bulk_g2s_mc(sb + C::A_BYTES + rank * B_ATOM, bs + rank * B_ATOM, B_ATOM, fb, all);",
+        "bulk_g2s(sb + C::A_BYTES, b16 + (static_cast<size_t>(nt) * KT + ks) * B_STAGE, B_STAGE, fb);",
         "const int u = 16 * w + 2 * g + (l & 1);",
         "const uint64_t da0 = b_desc(base + cw * MW * 64 * 128), db0 = b_desc(base + C::A_BYTES);",
         "mt[i] = ld_shared16(sb + C::A_BYTES + B_STAGE + ((cw * MW + i) * 64 + u) * 16);",
         "const uint64_t db = db0 + off + (((j >> 1) * B_ATOM + (j & 1) * 64) >> 4);",
         "wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (ks | j) != 0);",
         "const int row = m0 + (cw * MW + i) * 64 + 16 * w + g + 8 * h;",
-        "const int m0 = tile_m0(t), n0 = tile_nt(t) * BN;",
-        "const int tiles = MCA ? (m + C::BM - 1) / C::BM * (NT / CL) : (m + C::BM * CL - 1) / (C::BM * CL) * NT;")
+        "const int m0 = (t / NT) * C::BM, n0 = (t % NT) * BN;",
+        "const int m0 = (t / NT) * C::BM, nt = t % NT;",
+        "for (int t = blockIdx.x; t < tiles; t += gridDim.x) {",
+        "const int tiles = (m + C::BM - 1) / C::BM * NT;")
     # the A descriptor's m64 blocks: consumer cw, block i at (cw * MW + i) * 8192, as mma_view reads them
     assert re.search(r"cw \* MW \* 64 \* 128", SRC) and "i * 64 * 128" in SRC
 
 
-@pytest.mark.parametrize("mw,cl", [(1, 1), (2, 1), (1, 2), (2, 2)])
-def test_stages_read_back_dense_operands(mw, cl):
+@pytest.mark.parametrize("mw", [1, 2])
+def test_stages_read_back_dense_operands(mw):
     m, n, k = 300, 256, 256
     a_vals, a_meta, b = small_inputs(m, n, k, seed=2)
     mp = lay.m_pad_of(m)
@@ -309,13 +247,12 @@ def test_stages_read_back_dense_operands(mw, cl):
     ad = dense_a(a_vals, a_meta, mp)
     bd = b.to(torch.float64)
     bm = 128 * mw
-    grid = 4 if cl == 1 else 6
-    sched = lay.tile_schedule(m, n, mw, cl, grid)
+    sched = lay.tile_schedule(m, n, mw, 4)
     c = torch.zeros(mp, n, dtype=torch.float64)
     for _, m0, n0 in sched:
         assert m0 + bm <= mp  # the producer's copies stay inside the prepared rows
         for ks in range(k // 128):
-            st = lay.stage_image(a_c, meta, b16, mp, n, k, mw, m0, n0 // 128, ks, cl)
+            st = lay.stage_image(a_c, meta, b16, mp, n, k, mw, m0, n0 // 128, ks)
             assert st.numel() == bm * 128 + lay.B_STAGE + bm * 16
             av, bv = lay.mma_view(st, mw)
             assert torch.equal(av, ad[m0:m0 + bm, ks * 128:(ks + 1) * 128]), (m0, ks)
@@ -324,12 +261,12 @@ def test_stages_read_back_dense_operands(mw, cl):
     assert torch.equal(c[:m], ad[:m] @ bd.T)
 
 
-@pytest.mark.parametrize("m,mw,cl,grid", [(1000, 1, 1, 132), (1000, 2, 1, 132), (4100, 2, 1, 132), (4100, 2, 2, 132),
-                                          (8192, 2, 1, 132), (8192, 1, 2, 130), (64, 2, 2, 4), (1, 1, 1, 1)])
-def test_schedule_visits_every_tile_once(m, mw, cl, grid):
+@pytest.mark.parametrize("m,mw,grid", [(1000, 1, 132), (1000, 2, 132), (4100, 2, 132), (8192, 2, 132), (8192, 1, 130),
+                                       (257, 1, 114), (64, 2, 4), (1, 1, 1)])
+def test_schedule_visits_every_tile_once(m, mw, grid):
     n, bm = 2048, 128 * mw
-    seen = [(m0, n0) for _, m0, n0 in lay.tile_schedule(m, n, mw, cl, grid)]
-    mtiles = -(-m // (bm * cl)) * cl
+    seen = [(m0, n0) for _, m0, n0 in lay.tile_schedule(m, n, mw, grid)]
+    mtiles = -(-m // bm)
     want = {(mt * bm, nt * 128) for mt in range(mtiles) for nt in range(n // 128)}
     assert sorted(seen) == sorted(want)
     assert all(m0 + bm <= lay.m_pad_of(m) for m0, _ in seen)
@@ -338,30 +275,27 @@ def test_schedule_visits_every_tile_once(m, mw, cl, grid):
 # ---------------------------------------------------------------- pipeline protocol
 
 def test_pipeline_protocol_follows_the_source():
-    has("static constexpr int EMPTY_ARRIVALS = 8 * CL;",
+    has("static constexpr int EMPTY_ARRIVALS = 8;",
         "mbar_init(bars + C::STAGES + s, C::EMPTY_ARRIVALS);",
-        "      if (l == 0) {",                               # lane 0 of every consumer warp releases
-        "          for (int d = 0; d < CL; ++d) arrive_cluster(empty0 + 8 * sl, d);",
-        "        wgmma_wait<0>();",
+        "      if (l == 0) mbar_arrive(bars + C::STAGES + sl);",  # lane 0 of every consumer warp releases
+        "      wgmma_wait<0>();",
         "        wgmma_wait<1>();",
-        "          hold(other[i], base, never);",
-        "            for (int j = 0; j < 4; ++j) hold(ro[i][j], base, never);",
+        "        for (int i = 0; i < MW; ++i) hold(other[i], base, never);",
         "        release(prev);",
-        "        if (ks + 1 < KT) load_a(ro, t, ks + 1);",   # RS: the next stage's A after the wait
-        "        stage(t, ks, mt0, mt1, ra0, ra1);",
-        "        if (ks + 1 < KT) stage(t, ks + 1, mt1, mt0, ra1, ra0);",
-        "      if (PIPE == 1) release(prev);",
-        "expect_tx(fb, C::STAGE - ((abl & 1) ? C::A_BYTES : 0) - ((abl & 2) ? B_STAGE : 0));",
-        "wait_bar<(CL > 1)>(empty0 + 8 * s, ph ^ 1u);",
-        "wait_bar<false>(full0 + 8 * s, ph);")
+        "        stage(ks, mt0, mt1);",
+        "        if (ks + 1 < KT) stage(ks + 1, mt1, mt0);",
+        "      release(prev);",
+        "expect_tx(fb, C::STAGE);",
+        "wait_bar(empty0 + 8 * s, ph ^ 1u);",
+        "wait_bar(full0 + 8 * s, ph);")
 
 
 def simulate_ring(pipe, stages, kt, tiles, warps=8, seed=0, meta_sets=2):
-    """The producer and the consumer warps of one CTA (cluster of 1) as the .cu runs them, under a
-    random interleaving: returns the hazards seen: a slot written while a warp's MMAs that read it
+    """The producer and the consumer warps of one CTA as the .cuh runs them (pipe 1; pipe 0 waits
+    each stage out, as a reference), under a random interleaving: returns the hazards seen: a slot written while a warp's MMAs that read it
     are unretired or before every warp released it; a metadata register set loaded while an
     unretired MMA group of that warp reads it; a stage read before it landed. meta_sets: the
-    metadata register sets PIPE 1 alternates between (the .cu: 2; 1 only to show the check fires)."""
+    metadata register sets pipe 1 alternates between (the .cuh: 2; 1 only to show the check fires)."""
     import random
     rnd = random.Random(seed)
     total = tiles * kt

@@ -1,0 +1,390 @@
+// The many-rows path: 2:4-sparse A (tokens) x dense B (weights) on Hopper's sparse tensor cores,
+// wgmma.mma_async.sp m64n128k32 with f16 operands and fp32 accumulation (exact: every E2M1
+// value, every sum of two and every e4m3 value is an fp16). Included by sparse_mma.cu.
+//
+// Two launches, the second a programmatic dependent of the first (PDL: its prologue overlaps):
+//   prep     A's 2:4 groups canonicalised (two distinct positions in increasing order, as the
+//            instruction needs; a repeated position's two values summed into one slot, the other
+//            slot 0 at another position) into compressed fp16 values and metadata words; B
+//            converted e4m3 -> fp16. Both written pre-tiled and pre-swizzled into the call's
+//            workspace, so that each pipeline stage of sp_gemm is three contiguous 1-D bulk
+//            copies (no tensor map to encode). Rows m .. m_pad - 1 of A are written as zeros.
+//   sp_gemm  persistent, warp-specialised: warpgroup 0 (setmaxnreg 40) has one thread that
+//            issues each stage's bulk copies into a ring of shared memory (full / empty
+//            mbarriers); warpgroups 1 and 2 (setmaxnreg 232) each multiply MW m64 blocks of tokens
+//            by the CTA's 128 weight rows, one stage's MMAs kept in flight (wait_group 1), and
+//            release a slot once the MMAs that read it have retired (lane 0 of each of the 4
+//            warps arrives after its own wait_group: 8 arrivals a slot).
+//            The sparsity metadata is a register operand of the asynchronous MMA, read while the
+//            MMA runs, so it alternates between two register sets (the K loop unrolled by 2),
+//            each kept live (hold()) until the wait_group that retires its MMAs.
+//
+// Workspace (KT = k / 128 stages of 128 K; m_pad = m rounded up to M_ALIGN), in this order:
+//   a_c   [KT][m_pad][128 B]: row r's 64 compressed fp16 of the stage; its 16-byte chunk c
+//         (groups 4c .. 4c + 3, two values each) at chunk c ^ (r & 7) (the 128-byte swizzle)
+//   meta  [KT][m_pad / 64][64][4] uint32: m64 block, thread index u = 16 w + 2 (l / 4) + l % 2,
+//         k32 step j; a thread (warp w, lane l) of a warpgroup loads the 16 bytes at u
+//   b16   [n / 128][KT][2][128][128 B]: 128 weight rows, the stage's K halves 0-63 and 64-127
+//         (one 128-byte swizzle atom each), row r's chunk c (K 8c .. 8c + 7) at c ^ (r & 7)
+// A stage in shared memory is [A: BM rows x 128 B][B: 2 atoms x 128 rows x 128 B][meta BM x 16 B],
+// each part 1024-byte aligned, the same bytes as in global memory.
+//
+// Metadata register of thread (warp w, lane l) of a warpgroup for k32 step kk (sparsity selector
+// 0): bits 0-15 row 16 w + l / 4, bits 16-31 row 16 w + l / 4 + 8, each the four groups of K
+// 32 kk + 16 (l % 2) .. + 15, a nibble a group (low: first), positions i0 | i1 << 2, i0 < i1.
+// Compressed value columns 2 j, 2 j + 1 of a step are group j's values at i0, i1. (Lanes
+// l % 4 >= 2 load the same word as lane l - 2; the MMA reads lanes l % 4 < 2 with selector 0.)
+//
+// What bounds it: the sparse MMAs themselves. Without any of its copies (A, B and metadata left
+// in shared memory) the 256 x 128 kernel takes 78.6 us at m 8192 against 83.6 with them, about
+// 152 cycles a m64n128k32.sp against 64 at the nominal sparse rate (docs/kernels/sparse_gemm.md).
+// Tiles are visited n fastest (16 n-tiles a row of tiles), so the CTAs of a wave share A's rows
+// and all of B stays in L2.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "hopper_ptx.cuh"
+
+namespace sp_wgmma {
+using namespace hopper;
+
+constexpr int BN = 128;                 // weight rows a CTA tile
+constexpr int B_ATOM = BN * 128;        // one 64-K half of a stage of B: 128 rows x 128 bytes
+constexpr int B_STAGE = 2 * B_ATOM;     // 32 KiB
+constexpr int M_ALIGN = 256;            // m_pad's multiple: the largest tile's rows
+constexpr int PREP_THREADS = 128;
+constexpr int B_UNITS = 4;              // 16-byte loads of B a prep thread
+
+inline long long m_pad_of(int m) { return (m + M_ALIGN - 1) / M_ALIGN * static_cast<long long>(M_ALIGN); }
+// the workspace's bytes: a_c, meta, b16
+inline long long workspace_bytes(int m, int n, int k) { return m_pad_of(m) * k + m_pad_of(m) * (k / 8) + 2ll * n * k; }
+
+__device__ __forceinline__ uint32_t hadd2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+__device__ __forceinline__ void expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// 1-D bulk copy global -> this CTA's shared memory, completing `bytes` on the mbarrier
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+// until the mbarrier's phase of this parity has completed
+__device__ __forceinline__ void wait_bar(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\nselp.u32 %0, 1, 0, P;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+// A real (never executed) use of a metadata register set: ptxas must keep the registers
+// holding it unchanged until here (an empty asm would not: ptxas never sees it). never != 0
+// does not happen (it is m < 0); addr is any shared address.
+__device__ __forceinline__ void hold(const uint4& v, uint32_t addr, uint32_t never) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %5, 0;\n@p st.shared.v4.b32 [%4], {%0, %1, %2, %3};\n}\n" ::"r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w), "r"(addr), "r"(never)
+               : "memory");
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+__device__ __forceinline__ uint32_t cvt_e4m3x2(uint32_t two) {  // the low two bytes -> f16x2
+  uint32_t r;
+  asm("{\n.reg .b16 lo;\nmov.b32 {lo, _}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(r) : "r"(two));
+  return r;
+}
+
+// ---------------------------------------------------------------- prep
+
+// One group (v: codes c0 | c1 << 4; me: its meta byte) -> f16x2 (value at i0, value at i1) and
+// nib = i0 | i1 << 2, i0 < i1. fp16 of an E2M1 code: high byte T[code & 7] (T = 00 38 3c 3e 40
+// 42 44 46: 0, 0.5, 1, 1.5, 2, 3, 4, 6), bit 15 the code's bit 3, low byte 0; prmt picks bytes 1
+// and 3 from T and bytes 0 and 2 from T[0] = 0. A repeated position: the sum (exact in fp16) in
+// the slot of that position, 0 in the other (position 3 for p < 3, else position 2).
+__device__ __forceinline__ uint32_t canon(uint32_t v, uint32_t me, uint32_t& nib) {
+  const uint32_t sel = ((v & 7u) << 4) | ((v & 0x70u) << 8);
+  const uint32_t x = prmt(0x3e3c3800u, 0x46444240u, sel) | ((v & 8u) << 12) | ((v & 0x80u) << 24);  // (f0, f1)
+  const uint32_t y = prmt(x, x, 0x1032u);                                                              // (f1, f0)
+  const uint32_t s = hadd2(x, y);                                                                      // f0 + f1, twice
+  const uint32_t p0 = me & 3u, p1 = (me >> 2) & 3u;
+  // selects, not branches: random meta bytes would make branches diverge
+  const uint32_t same = p0 < 3u ? (s & 0xffffu) : (s & 0xffff0000u), same_nib = p0 < 3u ? (p0 | (3u << 2)) : (2u | (3u << 2));
+  nib = p0 < p1 ? (p0 | (p1 << 2)) : p0 > p1 ? (p1 | (p0 << 2)) : same_nib;
+  return p0 < p1 ? x : p0 > p1 ? y : same;
+}
+
+// Blocks [0, a_blocks): A, one block a (64-row block mb, stage ks): thread t row rr = t / 2 of the
+// block, groups 16 hs .. 16 hs + 15 of the stage (hs = t % 2): 16-byte loads of a_vals and a_meta,
+// the swizzled 8 KiB row block and its 1 KiB of metadata words assembled in shared memory, then
+// written out with 16-byte stores (both contiguous in global memory).
+// Blocks [a_blocks, grid): B, thread unit i = 16 input bytes (row nrow, stage ks, q = i % 8: K
+// 16 q .. 16 q + 15 of the stage) -> two 16-byte chunks 2 (q % 4), + 1 of atom q / 4.
+__global__ void __launch_bounds__(PREP_THREADS)
+    prep(const uint8_t* __restrict__ a_vals, const uint8_t* __restrict__ a_meta, const uint8_t* __restrict__ b8,
+         uint8_t* __restrict__ a_c, uint8_t* __restrict__ meta, uint8_t* __restrict__ b16, int m, int m_pad, int n, int k,
+         int a_blocks) {
+  __shared__ __align__(1024) uint8_t sa[64 * 128];
+  __shared__ __align__(16) uint16_t sm[64 * 4 * 2];
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // sp_gemm may start its prologue
+  const int KT = k / 128, t = threadIdx.x;
+  if (static_cast<int>(blockIdx.x) < a_blocks) {
+    const int mb = blockIdx.x / KT, ks = blockIdx.x % KT;
+    const int rr = t >> 1, hs = t & 1, row = mb * 64 + rr;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u), me = v;
+    if (row < m) {
+      const size_t off = static_cast<size_t>(row) * (k / 4) + ks * 32 + hs * 16;
+      v = __ldg(reinterpret_cast<const uint4*>(a_vals + off));
+      me = __ldg(reinterpret_cast<const uint4*>(a_meta + off));
+    }
+    const uint32_t vw[4] = {v.x, v.y, v.z, v.w}, mw[4] = {me.x, me.y, me.z, me.w};
+    const int w = rr >> 4, lq = rr & 7, half = (rr >> 3) & 1;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      uint32_t out[4], nib16 = 0u;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        uint32_t nib;
+        out[e] = canon((vw[q] >> (8 * e)) & 0xffu, (mw[q] >> (8 * e)) & 0xffu, nib);
+        nib16 |= nib << (4 * e);
+      }
+      const int c = 4 * hs + q;                            // chunk c: groups 4c .. 4c + 3 of the stage
+      st_shared16(smem_addr(sa) + rr * 128 + ((c ^ (rr & 7)) << 4), out);
+      const int u = 16 * w + 2 * lq + (c & 1), j = c >> 1;  // k32 step c / 2, its K half c % 2
+      sm[(u * 4 + j) * 2 + half] = static_cast<uint16_t>(nib16);
+    }
+    __syncthreads();
+    uint4* dst = reinterpret_cast<uint4*>(a_c + (static_cast<size_t>(ks) * m_pad + mb * 64) * 128);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) dst[t + PREP_THREADS * i] = ld_shared16(smem_addr(sa) + (t + PREP_THREADS * i) * 16);
+    if (t < 64)
+      reinterpret_cast<uint4*>(meta + (static_cast<size_t>(ks) * (m_pad / 64) + mb) * 1024)[t] = ld_shared16(smem_addr(sm) + t * 16);
+  } else {
+    const int units = n / 16 * k, i0 = (blockIdx.x - a_blocks) * PREP_THREADS * B_UNITS + t;  // 16-byte units
+    uint4 in[B_UNITS];
+#pragma unroll
+    for (int it = 0; it < B_UNITS; ++it) {
+      const int i = i0 + it * PREP_THREADS;
+      in[it] = i < units ? __ldg(reinterpret_cast<const uint4*>(b8) + i) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int it = 0; it < B_UNITS; ++it) {
+      const int i = i0 + it * PREP_THREADS;
+      if (i >= units) break;
+      const int q = i & 7, ks = (i >> 3) % KT, nrow = (i >> 3) / KT;
+      const int atom = q >> 2, c = (q & 3) * 2, x = nrow & 7;
+      uint8_t* row = b16 + ((((static_cast<size_t>(nrow >> 7) * KT + ks) * 2 + atom) * 128 + (nrow & 127)) * 128);
+      const uint4 lo = make_uint4(cvt_e4m3x2(in[it].x), cvt_e4m3x2(in[it].x >> 16), cvt_e4m3x2(in[it].y), cvt_e4m3x2(in[it].y >> 16));
+      const uint4 hi = make_uint4(cvt_e4m3x2(in[it].z), cvt_e4m3x2(in[it].z >> 16), cvt_e4m3x2(in[it].w), cvt_e4m3x2(in[it].w >> 16));
+      *reinterpret_cast<uint4*>(row + ((c ^ x) << 4)) = lo;
+      *reinterpret_cast<uint4*>(row + (((c + 1) ^ x) << 4)) = hi;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- MMA
+
+__device__ __forceinline__ void wgmma_sp(float (&d)[64], uint64_t da, uint64_t db, uint32_t meta, uint32_t scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %67, 0;\n"
+      "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, %66, 0, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(meta), "r"(scale_d));
+}
+
+// MW: m64 blocks a consumer warpgroup (CTA tile 128 MW tokens x 128 weight rows)
+template <int MW>
+struct Cfg {
+  static constexpr int EMPTY_ARRIVALS = 8;  // lane 0 of the 8 consumer warps
+  static constexpr int BM = 128 * MW;
+  static constexpr int A_BYTES = BM * 128, M_BYTES = BM * 16;
+  static constexpr int STAGE = A_BYTES + B_STAGE + M_BYTES;  // a multiple of 1024
+  static constexpr int STAGES = MW == 1 ? 4 : 3;
+  static constexpr int SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;  // + alignment slack + barriers
+  static_assert(STAGE % 1024 == 0, "stage parts must stay 1024-byte aligned");
+  static_assert(SMEM <= 227 * 1024, "shared memory");
+  static_assert(BM <= M_ALIGN, "m_pad covers a whole tile");
+};
+
+template <int MW>
+__global__ void __launch_bounds__(384, 1)
+    sp_gemm(const uint8_t* __restrict__ a_c, const uint8_t* __restrict__ meta, const uint8_t* __restrict__ b16,
+            __nv_bfloat16* __restrict__ c, int m, int m_pad, int n, int k) {
+  using C = Cfg<MW>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const uint32_t base = smem_addr(smem);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + C::STAGES * C::STAGE);
+  const uint32_t full0 = smem_addr(bars), empty0 = full0 + 8 * C::STAGES;  // barrier s at + 8 s
+  const int tid = threadIdx.x, wg = tid >> 7;
+  if (tid == 0) {
+    for (int s = 0; s < C::STAGES; ++s) {
+      mbar_init(bars + s, 1);                              // full: the producer's expect_tx arrival + bytes
+      mbar_init(bars + C::STAGES + s, C::EMPTY_ARRIVALS);  // empty: lane 0 of each consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int KT = k / 128, NT = n / BN;
+  const int tiles = (m + C::BM - 1) / C::BM * NT;  // n fastest
+
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      asm volatile("griddepcontrol.wait;\n" ::: "memory");  // prep's writes complete and visible
+      int s = 0;
+      uint32_t ph = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int m0 = (t / NT) * C::BM, nt = t % NT;
+        for (int ks = 0; ks < KT; ++ks) {
+          wait_bar(empty0 + 8 * s, ph ^ 1u);
+          const uint32_t sb = base + s * C::STAGE, fb = full0 + 8 * s;
+          expect_tx(fb, C::STAGE);
+          bulk_g2s(sb, a_c + (static_cast<size_t>(ks) * m_pad + m0) * 128, C::A_BYTES, fb);
+          bulk_g2s(sb + C::A_BYTES + B_STAGE, meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024, C::M_BYTES, fb);
+          bulk_g2s(sb + C::A_BYTES, b16 + (static_cast<size_t>(nt) * KT + ks) * B_STAGE, B_STAGE, fb);
+          if (++s == C::STAGES) { s = 0; ph ^= 1u; }
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1, lt = tid & 127, w = lt >> 5, l = lt & 31, g = l >> 2, q = l & 3;
+    const int u = 16 * w + 2 * g + (l & 1);
+    const uint64_t da0 = b_desc(base + cw * MW * 64 * 128), db0 = b_desc(base + C::A_BYTES);
+    const uint32_t never = m < 0 ? 1u : 0u;
+    float acc[MW][64];
+#pragma unroll
+    for (int i = 0; i < MW; ++i)
+#pragma unroll
+      for (int e = 0; e < 64; ++e) acc[i][e] = 0.0f;
+    int s = 0, prev = 0;
+    uint32_t ph = 0;
+    // slot sl's MMAs have retired in this warp: lane 0 gives it back to the producer
+    auto release = [&](int sl) {
+      if (l == 0) mbar_arrive(bars + C::STAGES + sl);
+    };
+    // one stage: its metadata into mt (other: the set the stage before used), its MMAs
+    auto stage = [&](int ks, uint4 (&mt)[MW], uint4 (&other)[MW]) {
+      wait_bar(full0 + 8 * s, ph);
+      const uint32_t sb = base + s * C::STAGE;
+#pragma unroll
+      for (int i = 0; i < MW; ++i) mt[i] = ld_shared16(sb + C::A_BYTES + B_STAGE + ((cw * MW + i) * 64 + u) * 16);
+      const uint64_t off = static_cast<uint64_t>((s * C::STAGE) >> 4);
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint64_t db = db0 + off + (((j >> 1) * B_ATOM + (j & 1) * 64) >> 4);
+#pragma unroll
+        for (int i = 0; i < MW; ++i) {
+          const uint32_t mj = j == 0 ? mt[i].x : j == 1 ? mt[i].y : j == 2 ? mt[i].z : mt[i].w;
+          wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (ks | j) != 0);
+        }
+      }
+      wgmma_commit();
+      if (ks > 0) {  // the stage before has retired: its slot and its metadata set are free
+        wgmma_wait<1>();
+#pragma unroll
+        for (int i = 0; i < MW; ++i) hold(other[i], base, never);
+        release(prev);
+      }
+      prev = s;
+      if (++s == C::STAGES) { s = 0; ph ^= 1u; }
+    };
+    uint4 mt0[MW], mt1[MW];
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int m0 = (t / NT) * C::BM, n0 = (t % NT) * BN;
+#pragma unroll 1
+      for (int ks = 0; ks < KT; ks += 2) {  // even stages: set 0, odd stages: set 1
+        stage(ks, mt0, mt1);
+        if (ks + 1 < KT) stage(ks + 1, mt1, mt0);
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < MW; ++i) {
+        keep_f(acc[i]);
+        hold(mt0[i], base, never);
+        if (KT > 1) hold(mt1[i], base, never);
+      }
+      release(prev);
+#pragma unroll
+      for (int i = 0; i < MW; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = m0 + (cw * MW + i) * 64 + 16 * w + g + 8 * h;
+          if (row < m) {
+            __nv_bfloat16* cr = c + static_cast<size_t>(row) * n + n0 + 2 * q;
+#pragma unroll
+            for (int jn = 0; jn < 16; ++jn)
+              *reinterpret_cast<__nv_bfloat162*>(cr + 8 * jn) = __floats2bfloat162_rn(acc[i][4 * jn + 2 * h], acc[i][4 * jn + 2 * h + 1]);
+          }
+        }
+      }
+    }
+  }
+}
+
+constexpr int MAX_DEVICES = 64;
+
+// prep, then sp_gemm<MW> as its programmatic dependent, on stream st. work: workspace_bytes(m, n, k),
+// 16-byte aligned. n % 128 == 0, k % 128 == 0. Returns a cudaError_t code.
+template <int MW>
+int launch(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, void* work, int m, int n, int k,
+           cudaStream_t st) {
+  using Cf = Cfg<MW>;
+  static int sms[MAX_DEVICES] = {};  // 0: this device's kernel attribute not yet set
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  if (dev < 0 || dev >= MAX_DEVICES) return static_cast<int>(cudaErrorInvalidDevice);
+  if (!sms[dev]) {
+    e = cudaFuncSetAttribute(sp_gemm<MW>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cf::SMEM);
+    if (e != cudaSuccess) return static_cast<int>(e);
+    int count = 0;
+    e = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return static_cast<int>(e);
+    sms[dev] = count;
+  }
+  cudaGetLastError();  // an earlier, unrelated error must not be reported as this launch's
+  const int m_pad = static_cast<int>(m_pad_of(m));
+  uint8_t* a_c = static_cast<uint8_t*>(work);
+  uint8_t* meta = a_c + static_cast<size_t>(m_pad) * k;
+  uint8_t* b16 = meta + static_cast<size_t>(m_pad) * (k / 8);
+  const int a_blocks = (m_pad / 64) * (k / 128);
+  const long long units = static_cast<long long>(n) / 16 * k;
+  const int b_blocks = static_cast<int>((units + PREP_THREADS * B_UNITS - 1) / (PREP_THREADS * B_UNITS));
+  prep<<<a_blocks + b_blocks, PREP_THREADS, 0, st>>>(static_cast<const uint8_t*>(a_vals), static_cast<const uint8_t*>(a_meta),
+                                                   static_cast<const uint8_t*>(b_fp8), a_c, meta, b16, m, m_pad, n, k, a_blocks);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return static_cast<int>(e);
+  const int tiles = (m + Cf::BM - 1) / Cf::BM * (n / BN);
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles < sms[dev] ? tiles : sms[dev]));
+  cfg.blockDim = dim3(384);
+  cfg.dynamicSmemBytes = Cf::SMEM;
+  cfg.stream = st;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return static_cast<int>(cudaLaunchKernelEx(&cfg, sp_gemm<MW>, static_cast<const uint8_t*>(a_c),
+                                             static_cast<const uint8_t*>(meta), static_cast<const uint8_t*>(b16),
+                                             static_cast<__nv_bfloat16*>(c), m, m_pad, n, k));
+}
+
+}  // namespace sp_wgmma

@@ -1,0 +1,54 @@
+"""Checks and times each path of the sparse CUDA solution (cuda_sparse_fp4_mma), forced, at
+each m, for choosing heuristics.RULES: the output against the float64 oracle (B over e4m3's
+full range, random meta bytes), then the GPU time (CUDA-graph replay median, cold L2) and a
+host-inclusive mean (back-to-back calls, as FlashInfer-Bench times them), beside cuBLAS's dense
+fp16 GEMM on pre-decoded operands. On a Hopper GPU host:
+  PYTHONPATH=src python3 tools/time_sparse_paths.py [--ms 256,512,1024,2048,3072,4096,8192]"""
+
+import argparse
+
+import torch
+
+from lowbit_gemm.bench.launch_floor import _harness_mean_us
+from lowbit_gemm.bench.timing import time_call
+from lowbit_gemm.numerics import sparse_a_dense
+from lowbit_gemm.oracle import check_accuracy, sparse_gemm_oracle
+from lowbit_gemm.solutions import load_solution
+from lowbit_gemm.testing import nan_output, sparse_random_inputs
+
+DEF, SOL = "sparse_gemm_fp4_fp8_n2048_k2048", "cuda_sparse_fp4_mma"
+N = K = 2048
+L2 = 60 << 20
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ms", default="256,512,1024,2048,3072,4096,8192")
+    args = ap.parse_args()
+    mod = load_solution(DEF, "lowbit", SOL)
+    heur = load_solution(DEF, "lowbit", SOL, entry="heuristics")
+    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+    print("| m | path | chosen | check | GPU us | host-inclusive us | cuBLAS fp16 dense GPU us |")
+    print("|---|---|---|---|---|---|---|")
+    for m in (int(x) for x in args.ms.split(",")):
+        a_vals, a_meta, b = (t.cuda() for t in sparse_random_inputs(m, N, K, seed=m, full_range_b=True))
+        oracle = sparse_gemm_oracle(a_vals, a_meta, b)
+        a16, b16 = sparse_a_dense(a_vals, a_meta).half(), b.half()
+        t_cublas = time_call(lambda x, y: torch.mm(x, y.t()), [a16, b16], l2_bytes=L2).median_us
+        del a16, b16
+        chosen = heur.choose(m, N)
+        for path in heur.PATHS:
+            c = nan_output((m, N), "cuda")
+            mod.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c, tile=path)
+            torch.cuda.synchronize()
+            st = check_accuracy(c, oracle, what=f"{path} m {m}")
+            worst = f"{st['mismatches']} bad, rel norm {st['rel_norm']:.2g}"
+            fn = lambda x, y, z, o, path=path: mod.sparse_gemm_fp4_fp8(x, y, z, o, tile=path)  # noqa: E731
+            t_gpu = time_call(fn, [a_vals, a_meta, b, c], l2_bytes=L2).median_us
+            t_host = _harness_mean_us(lambda: fn(a_vals, a_meta, b, c), 50)
+            print(f"| {m} | {path} | {'yes' if path == chosen else ''} | {worst} | {t_gpu:.1f} | {t_host:.1f} | "
+                  f"{t_cublas:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
