@@ -122,3 +122,20 @@ def test_cuda_calls_on_two_streams():
     torch.cuda.synchronize()
     for x, c in zip(ins, outs):
         check(c, x, sparse_gemm_oracle(*x), DEF, f"{CUDA} two streams")
+
+
+@pytest.mark.skipif(not is_hopper, reason=f"{CUDA} needs a Hopper GPU")
+def test_cuda_first_call_of_a_process_on_many_rows():
+    """A process whose first call takes the sparse-MMA path (the library is built or loaded while
+    the plan is made), as the benchmark's fresh worker processes do."""
+    import subprocess
+    import sys
+
+    code = (f"import torch; from lowbit_gemm.solutions import load_solution; "
+            f"from lowbit_gemm.testing import sparse_random_inputs; "
+            f"main = load_solution({DEF!r}, 'lowbit', {CUDA!r}); "
+            f"x = [t.cuda() for t in sparse_random_inputs(4096, {N}, {K}, seed=1)]; "
+            f"c = torch.empty(4096, {N}, dtype=torch.bfloat16, device='cuda'); main.run(*x, c); "
+            f"torch.cuda.synchronize(); print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

@@ -70,7 +70,7 @@ def entry():
     return _LIB
 
 
-def _make_plan(a_vals, a_meta, b_fp8, c, tile, entry):
+def _make_plan(a_vals, a_meta, b_fp8, c, tile, definition_entry):
     """Validates every argument (ValueError naming it) and chooses the path and tile."""
     if tile is not None and tile not in PATHS and (not isinstance(tile, (tuple, list)) or tuple(tile) not in TILES):
         raise ValueError(f"tile: expected None, one of {PATHS} or one of {TILES}, got {tile!r}")
@@ -80,7 +80,7 @@ def _make_plan(a_vals, a_meta, b_fp8, c, tile, entry):
         raise ValueError("b_fp8: expected a 2-D tensor [n, k]")
     m = a_vals.shape[0]
     n, k = b_fp8.shape
-    if entry and (n, k) != (DEF_N, DEF_K):
+    if definition_entry and (n, k) != (DEF_N, DEF_K):
         raise ValueError(f"b_fp8: expected shape ({DEF_N}, {DEF_K}), got {tuple(b_fp8.shape)}")
     if k <= 0 or k % 128:
         raise ValueError(f"b_fp8: k (dimension 1) must be a positive multiple of 128, got {k}")
