@@ -277,7 +277,7 @@ def test_schedule_visits_every_tile_once(m, mw, grid):
 def test_pipeline_protocol_follows_the_source():
     has("static constexpr int EMPTY_ARRIVALS = 8;",
         "mbar_init(bars + C::STAGES + s, C::EMPTY_ARRIVALS);",
-        "      if (l == 0) mbar_arrive(bars + C::STAGES + sl);",  # lane 0 of every consumer warp releases
+        "      __syncwarp();\n      if (l == 0) mbar_arrive(bars + C::STAGES + sl);",  # lane 0 of every warp, after all lanes
         "      wgmma_wait<0>();",
         "        wgmma_wait<1>();",
         "        for (int i = 0; i < MW; ++i) hold(other[i], base, never);",

@@ -274,8 +274,10 @@ __global__ void __launch_bounds__(384, 1)
       for (int e = 0; e < 64; ++e) acc[i][e] = 0.0f;
     int s = 0, prev = 0;
     uint32_t ph = 0;
-    // slot sl's MMAs have retired in this warp: lane 0 gives it back to the producer
+    // slot sl's MMAs have retired in this warp: lane 0 gives it back to the producer, after
+    // every lane's metadata load from it (__syncwarp orders them for racecheck too)
     auto release = [&](int sl) {
+      __syncwarp();
       if (l == 0) mbar_arrive(bars + C::STAGES + sl);
     };
     // one stage: its metadata into mt (other: the set the stage before used), its MMAs
