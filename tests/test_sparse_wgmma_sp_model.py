@@ -81,7 +81,7 @@ def test_canon_model_follows_the_source():
     has("const uint32_t sel = ((v & 7u) << 4) | ((v & 0x70u) << 8);",
         "const uint32_t x = prmt(0x3e3c3800u, 0x46444240u, sel) | ((v & 8u) << 12) | ((v & 0x80u) << 24);",
         "const uint32_t y = prmt(x, x, 0x1032u);",
-        "const uint32_t s = hadd2(x, y);",
+        "const uint32_t s = hadd2_u(x, y);",
         "const uint32_t same = p0 < 3u ? (s & 0xffffu) : (s & 0xffff0000u), same_nib = p0 < 3u ? (p0 | (3u << 2)) : (2u | (3u << 2));",
         "nib = p0 < p1 ? (p0 | (p1 << 2)) : p0 > p1 ? (p1 | (p0 << 2)) : same_nib;",
         "return p0 < p1 ? x : p0 > p1 ? y : same;")
@@ -286,8 +286,8 @@ def test_pipeline_protocol_follows_the_source():
         "        if (ks + 1 < KT) stage(ks + 1, mt1, mt0);",
         "      release(prev);",
         "expect_tx(fb, C::STAGE);",
-        "wait_bar(empty0 + 8 * s, ph ^ 1u);",
-        "wait_bar(full0 + 8 * s, ph);")
+        "mbar_wait(bars + C::STAGES + s, ph ^ 1u);",
+        "mbar_wait(bars + s, ph);")
 
 
 def simulate_ring(pipe, stages, kt, tiles, warps=8, seed=0, meta_sets=2):

@@ -18,8 +18,9 @@
 // are then one load, and A's group 4 t + s (K 16 t + 4 s .. + 3) is one byte of a_vals and one
 // of a_meta: its positions 0, 1 are the B-operand register b0 and its positions 2, 3 b1.
 //
-// Between the two, dense_operands_kernel (further down) writes A and B dense in bf16 for cuBLAS;
-// for many rows, sparse_wgmma_sp.cuh runs the sparse tensor cores on prepared fp16 operands.
+// For more rows, sparse_wgmma_sp.cuh runs the sparse tensor cores on prepared fp16 operands;
+// where n is no multiple of their 128-row tiles, dense_operands_kernel (further down) writes A
+// and B dense in bf16 for cuBLAS.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -29,17 +30,9 @@
 
 namespace {
 
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t v) {  // the low two bytes of v
-  uint32_t r;
-  asm("{\n.reg .b16 lo;\nmov.b32 {lo, _}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(r) : "r"(v));
-  return r;
-}
+using sp_wgmma::e4m3x2_to_f16x2;
+using sp_wgmma::hadd2_u;
 
-__device__ __forceinline__ uint32_t hadd2_u(uint32_t a, uint32_t b) {
-  uint32_t r;
-  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
 __device__ __forceinline__ uint32_t hmul2_u(uint32_t a, uint32_t b) {
   uint32_t r;
   asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));

@@ -62,7 +62,8 @@ inline long long m_pad_of(int m) { return (m + M_ALIGN - 1) / M_ALIGN * static_c
 // the workspace's bytes: a_c, meta, b16
 inline long long workspace_bytes(int m, int n, int k) { return m_pad_of(m) * k + m_pad_of(m) * (k / 8) + 2ll * n * k; }
 
-__device__ __forceinline__ uint32_t hadd2(uint32_t a, uint32_t b) {
+// f16x2 add and e4m3x2 -> f16x2, also used by sparse_mma.cu's kernels
+__device__ __forceinline__ uint32_t hadd2_u(uint32_t a, uint32_t b) {
   uint32_t r;
   asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
@@ -75,16 +76,6 @@ __device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
-}
-// until the mbarrier's phase of this parity has completed
-__device__ __forceinline__ void wait_bar(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  do {
-    asm volatile("{\n.reg .pred P;\nmbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\nselp.u32 %0, 1, 0, P;\n}\n"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!done);
 }
 // A real (never executed) use of a metadata register set: ptxas must keep the registers
 // holding it unchanged until here (an empty asm would not: ptxas never sees it). never != 0
@@ -102,7 +93,7 @@ template <int R>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
 }
-__device__ __forceinline__ uint32_t cvt_e4m3x2(uint32_t two) {  // the low two bytes -> f16x2
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {  // the low two bytes -> f16x2
   uint32_t r;
   asm("{\n.reg .b16 lo;\nmov.b32 {lo, _}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(r) : "r"(two));
   return r;
@@ -119,7 +110,7 @@ __device__ __forceinline__ uint32_t canon(uint32_t v, uint32_t me, uint32_t& nib
   const uint32_t sel = ((v & 7u) << 4) | ((v & 0x70u) << 8);
   const uint32_t x = prmt(0x3e3c3800u, 0x46444240u, sel) | ((v & 8u) << 12) | ((v & 0x80u) << 24);  // (f0, f1)
   const uint32_t y = prmt(x, x, 0x1032u);                                                              // (f1, f0)
-  const uint32_t s = hadd2(x, y);                                                                      // f0 + f1, twice
+  const uint32_t s = hadd2_u(x, y);                                                                     // f0 + f1, twice
   const uint32_t p0 = me & 3u, p1 = (me >> 2) & 3u;
   // selects, not branches: random meta bytes would make branches diverge
   const uint32_t same = p0 < 3u ? (s & 0xffffu) : (s & 0xffff0000u), same_nib = p0 < 3u ? (p0 | (3u << 2)) : (2u | (3u << 2));
@@ -187,8 +178,8 @@ __global__ void __launch_bounds__(PREP_THREADS)
       const int q = i & 7, ks = (i >> 3) % KT, nrow = (i >> 3) / KT;
       const int atom = q >> 2, c = (q & 3) * 2, x = nrow & 7;
       uint8_t* row = b16 + ((((static_cast<size_t>(nrow >> 7) * KT + ks) * 2 + atom) * 128 + (nrow & 127)) * 128);
-      const uint4 lo = make_uint4(cvt_e4m3x2(in[it].x), cvt_e4m3x2(in[it].x >> 16), cvt_e4m3x2(in[it].y), cvt_e4m3x2(in[it].y >> 16));
-      const uint4 hi = make_uint4(cvt_e4m3x2(in[it].z), cvt_e4m3x2(in[it].z >> 16), cvt_e4m3x2(in[it].w), cvt_e4m3x2(in[it].w >> 16));
+      const uint4 lo = make_uint4(e4m3x2_to_f16x2(in[it].x), e4m3x2_to_f16x2(in[it].x >> 16), e4m3x2_to_f16x2(in[it].y), e4m3x2_to_f16x2(in[it].y >> 16));
+      const uint4 hi = make_uint4(e4m3x2_to_f16x2(in[it].z), e4m3x2_to_f16x2(in[it].z >> 16), e4m3x2_to_f16x2(in[it].w), e4m3x2_to_f16x2(in[it].w >> 16));
       *reinterpret_cast<uint4*>(row + ((c ^ x) << 4)) = lo;
       *reinterpret_cast<uint4*>(row + (((c + 1) ^ x) << 4)) = hi;
     }
@@ -228,7 +219,7 @@ __global__ void __launch_bounds__(384, 1)
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t base = smem_addr(smem);
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + C::STAGES * C::STAGE);
-  const uint32_t full0 = smem_addr(bars), empty0 = full0 + 8 * C::STAGES;  // barrier s at + 8 s
+  const uint32_t full0 = smem_addr(bars);  // full barrier s at + 8 s; empty barrier s: bars + STAGES + s
   const int tid = threadIdx.x, wg = tid >> 7;
   if (tid == 0) {
     for (int s = 0; s < C::STAGES; ++s) {
@@ -251,7 +242,7 @@ __global__ void __launch_bounds__(384, 1)
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         const int m0 = (t / NT) * C::BM, nt = t % NT;
         for (int ks = 0; ks < KT; ++ks) {
-          wait_bar(empty0 + 8 * s, ph ^ 1u);
+          mbar_wait(bars + C::STAGES + s, ph ^ 1u);
           const uint32_t sb = base + s * C::STAGE, fb = full0 + 8 * s;
           expect_tx(fb, C::STAGE);
           bulk_g2s(sb, a_c + (static_cast<size_t>(ks) * m_pad + m0) * 128, C::A_BYTES, fb);
@@ -282,7 +273,7 @@ __global__ void __launch_bounds__(384, 1)
     };
     // one stage: its metadata into mt (other: the set the stage before used), its MMAs
     auto stage = [&](int ks, uint4 (&mt)[MW], uint4 (&other)[MW]) {
-      wait_bar(full0 + 8 * s, ph);
+      mbar_wait(bars + s, ph);
       const uint32_t sb = base + s * C::STAGE;
 #pragma unroll
       for (int i = 0; i < MW; ++i) mt[i] = ld_shared16(sb + C::A_BYTES + B_STAGE + ((cw * MW + i) * 64 + u) * 16);
