@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_grouped_wgmma import nvcc_command  # noqa: E402
-from lowbit_gemm.bench.launch_floor import ITERS, _harness_mean_us  # noqa: E402
+from lowbit_gemm.bench.launch_floor import ITERS, harness_mean_us  # noqa: E402
 from lowbit_gemm.bench.timing import time_call  # noqa: E402
 from lowbit_gemm.oracle import accuracy_stats, sparse_gemm_oracle  # noqa: E402
 from lowbit_gemm.solutions import load_solution  # noqa: E402
@@ -57,22 +57,22 @@ def host_split(triton_mod, ms):
     for m in ms:
         a_vals, a_meta, b = (t.cuda() for t in sparse_pruned_inputs(m, N, K, seed=1, full_range_b=True))
         c = torch.empty(m, N, dtype=torch.bfloat16, device="cuda")
-        whole = _harness_mean_us(lambda: triton_mod.run(a_vals, a_meta, b, c), ITERS)
+        whole = harness_mean_us(lambda: triton_mod.run(a_vals, a_meta, b, c), ITERS)
         plan = next(iter(triton_mod._PLANS.values()))
         row = [m, whole]
         if plan.dense:
             a16 = torch.empty(m, K, dtype=torch.bfloat16, device="cuda")
             b16 = torch.empty(N, K, dtype=torch.bfloat16, device="cuda")
-            row.append(_harness_mean_us(lambda: plan.kernel(a_vals, a_meta, b, a16, b16), ITERS))
-            row.append(_harness_mean_us(lambda: (torch.empty((m, K), dtype=torch.bfloat16, device="cuda"),
+            row.append(harness_mean_us(lambda: plan.kernel(a_vals, a_meta, b, a16, b16), ITERS))
+            row.append(harness_mean_us(lambda: (torch.empty((m, K), dtype=torch.bfloat16, device="cuda"),
                                                  torch.empty((N, K), dtype=torch.bfloat16, device="cuda")), ITERS))
-            row.append(_harness_mean_us(lambda: torch.mm(a16, b16.t(), out=c), ITERS))
+            row.append(harness_mean_us(lambda: torch.mm(a16, b16.t(), out=c), ITERS))
 
             def toggle():
                 was = flags.allow_bf16_reduced_precision_reduction
                 flags.allow_bf16_reduced_precision_reduction = False
                 flags.allow_bf16_reduced_precision_reduction = was
-            row.append(_harness_mean_us(toggle, ITERS))
+            row.append(harness_mean_us(toggle, ITERS))
         triton_mod._PLANS.clear()
         print("| " + " | ".join(f"{x:.1f}" if isinstance(x, float) else str(x) for x in row) + " |", flush=True)
 
@@ -125,7 +125,7 @@ def main():
         for m in [1, 64]:
             a_vals, a_meta, b = (t.cuda() for t in sparse_pruned_inputs(m, N, K, seed=1, full_range_b=True))
             c = torch.empty(m, N, dtype=torch.bfloat16, device="cuda")
-            print(f"| {m} | {_harness_mean_us(lambda: small(a_vals, a_meta, b, c, (1, 8)), ITERS):.1f} |", flush=True)
+            print(f"| {m} | {harness_mean_us(lambda: small(a_vals, a_meta, b, c, (1, 8)), ITERS):.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import argparse
 
 import torch
 
-from lowbit_gemm.bench.launch_floor import _harness_mean_us
+from lowbit_gemm.bench.launch_floor import harness_mean_us
 from lowbit_gemm.bench.timing import time_call
 from lowbit_gemm.numerics import sparse_a_dense
 from lowbit_gemm.oracle import check_accuracy, sparse_gemm_oracle
@@ -45,7 +45,7 @@ def main():
             worst = f"{st['mismatches']} bad, rel norm {st['rel_norm']:.2g}"
             fn = lambda x, y, z, o, path=path: mod.sparse_gemm_fp4_fp8(x, y, z, o, tile=path)  # noqa: E731
             t_gpu = time_call(fn, [a_vals, a_meta, b, c], l2_bytes=L2).median_us
-            t_host = _harness_mean_us(lambda: fn(a_vals, a_meta, b, c), 50)
+            t_host = harness_mean_us(lambda: fn(a_vals, a_meta, b, c), 50)
             print(f"| {m} | {path} | {'yes' if path == chosen else ''} | {worst} | {t_gpu:.1f} | {t_host:.1f} | "
                   f"{t_cublas:.1f} |", flush=True)
 

@@ -21,7 +21,7 @@ ITERS = 100
 WARMUP = 10
 
 
-def _harness_mean_us(fn: Callable[[], object], iters: int) -> float:
+def harness_mean_us(fn: Callable[[], object], iters: int) -> float:
     from flashinfer_bench.bench.timing import do_bench
 
     return float(do_bench(fn, warmup=WARMUP, rep=iters, return_mode="mean")) * 1e3
@@ -73,11 +73,11 @@ def measure(iters: int = ITERS) -> Optional[Dict[str, float]]:
         kernel = _empty_kernel()
         fast = _compiled_launcher(kernel, x)
         if fast is not None:
-            out["triton_compiled"] = _harness_mean_us(fast, iters)
-        out["triton_grid"] = _harness_mean_us(lambda: kernel[(1,)](x), iters)
+            out["triton_compiled"] = harness_mean_us(fast, iters)
+        out["triton_grid"] = harness_mean_us(lambda: kernel[(1,)](x), iters)
     except Exception as e:  # no working Triton here: torch's floor still stands
         print(f"launch floor: Triton launch not measured ({type(e).__name__}: {e})")
-    out["torch_zero"] = _harness_mean_us(x.zero_, iters)
+    out["torch_zero"] = harness_mean_us(x.zero_, iters)
     torch.cuda.synchronize()
     return out
 
