@@ -275,9 +275,10 @@ def test_schedule_visits_every_tile_once(m, mw, grid):
 # ---------------------------------------------------------------- pipeline protocol
 
 def test_pipeline_protocol_follows_the_source():
-    has("static constexpr int EMPTY_ARRIVALS = 8;",
+    # every consumer thread arrives (the ring below models a warp's 32 arrivals as one step)
+    has("static constexpr int EMPTY_ARRIVALS = 256;",
         "mbar_init(bars + C::STAGES + s, C::EMPTY_ARRIVALS);",
-        "      __syncwarp();\n      if (l == 0) mbar_arrive(bars + C::STAGES + sl);",  # lane 0 of every warp, after all lanes
+        "auto release = [&](int sl) { mbar_arrive(bars + C::STAGES + sl); };",
         "      wgmma_wait<0>();",
         "        wgmma_wait<1>();",
         "        for (int i = 0; i < MW; ++i) hold(other[i], base, never);",

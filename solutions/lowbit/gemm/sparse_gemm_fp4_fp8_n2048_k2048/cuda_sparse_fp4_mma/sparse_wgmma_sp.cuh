@@ -13,8 +13,9 @@
 //            issues each stage's bulk copies into a ring of shared memory (full / empty
 //            mbarriers); warpgroups 1 and 2 (setmaxnreg 232) each multiply MW m64 blocks of tokens
 //            by the CTA's 128 weight rows, one stage's MMAs kept in flight (wait_group 1), and
-//            release a slot once the MMAs that read it have retired (lane 0 of each of the 4
-//            warps arrives after its own wait_group: 8 arrivals a slot).
+//            release a slot once the MMAs that read it have retired (every consumer thread
+//            arrives after its own wait_group: 256 arrivals a slot, each thread's arrival releasing
+//            its own metadata loads from the slot, as the PTX memory model orders them).
 //            The sparsity metadata is a register operand of the asynchronous MMA, read while the
 //            MMA runs, so it alternates between two register sets (the K loop unrolled by 2),
 //            each kept live (hold()) until the wait_group that retires its MMAs.
@@ -199,7 +200,7 @@ __device__ __forceinline__ void wgmma_sp(float (&d)[64], uint64_t da, uint64_t d
 // MW: m64 blocks a consumer warpgroup (CTA tile 128 MW tokens x 128 weight rows)
 template <int MW>
 struct Cfg {
-  static constexpr int EMPTY_ARRIVALS = 8;  // lane 0 of the 8 consumer warps
+  static constexpr int EMPTY_ARRIVALS = 256;  // every thread of the two consumer warpgroups
   static constexpr int BM = 128 * MW;
   static constexpr int A_BYTES = BM * 128, M_BYTES = BM * 16;
   static constexpr int STAGE = A_BYTES + B_STAGE + M_BYTES;  // a multiple of 1024
@@ -224,7 +225,7 @@ __global__ void __launch_bounds__(384, 1)
   if (tid == 0) {
     for (int s = 0; s < C::STAGES; ++s) {
       mbar_init(bars + s, 1);                              // full: the producer's expect_tx arrival + bytes
-      mbar_init(bars + C::STAGES + s, C::EMPTY_ARRIVALS);  // empty: lane 0 of each consumer warp
+      mbar_init(bars + C::STAGES + s, C::EMPTY_ARRIVALS);  // empty: every consumer thread
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -265,12 +266,11 @@ __global__ void __launch_bounds__(384, 1)
       for (int e = 0; e < 64; ++e) acc[i][e] = 0.0f;
     int s = 0, prev = 0;
     uint32_t ph = 0;
-    // slot sl's MMAs have retired in this warp: lane 0 gives it back to the producer, after
-    // every lane's metadata load from it (__syncwarp orders them for racecheck too)
-    auto release = [&](int sl) {
-      __syncwarp();
-      if (l == 0) mbar_arrive(bars + C::STAGES + sl);
-    };
+    // slot sl's MMAs have retired in this warp: each thread gives it back to the producer (its
+    // arrival releases its own metadata loads from the slot; one lane's arrival after a
+    // __syncwarp orders the others' loads only through the warp barrier, which racecheck
+    // reports as a hazard against the next bulk copy into the slot)
+    auto release = [&](int sl) { mbar_arrive(bars + C::STAGES + sl); };
     // one stage: its metadata into mt (other: the set the stage before used), its MMAs
     auto stage = [&](int ks, uint4 (&mt)[MW], uint4 (&other)[MW]) {
       mbar_wait(bars + s, ph);
