@@ -237,7 +237,9 @@ def outlier_activations(case: str, max_m: int) -> Tuple[torch.Tensor, torch.Tens
     decide each 128-block's a_scale. Token magnitudes span 2^-2..2^1 as in real_activations.
     """
     gen = generator(case)
-    channel = torch.exp(0.5 * torch.randn(K, generator=gen))
+    # exp in float64, rounded once to float32: torch's float32 exp differs by an ulp between CPU
+    # vector widths (AVX2 / AVX-512), and the blobs must regenerate byte for byte on any machine
+    channel = torch.exp(0.5 * torch.randn(K, generator=gen).double()).float()
     picks = torch.randperm(K, generator=gen)[:OUTLIER_CHANNELS]
     channel[picks] = torch.empty(OUTLIER_CHANNELS).uniform_(20.0, 100.0, generator=gen) * channel.median()
     token_sigma = torch.exp2(torch.empty(G, max_m, 1).uniform_(-2.0, 1.0, generator=gen))
