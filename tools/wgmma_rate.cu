@@ -30,20 +30,27 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t da, uint64_t d
 constexpr int ATOM = 128 * 128;  // bytes: 128 rows x 64 K fp16
 constexpr int SMEM = 2 * ATOM /*B*/ + 2 * 2 * 64 * 128 /*A per wg*/ + 1024 + 1024;
 
+// The CTA's operands: bytes - 2048 of fp16 pairs in [0.5, 2) (exponent 14 or 15, random
+// mantissa), then a table of 256 promotion scales; returns the 1024-aligned base and the table.
+__device__ __forceinline__ uint8_t* fill_operands(uint8_t* raw, int bytes, float*& sa_tab) {
+  uint8_t* sm = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  for (int i = threadIdx.x; i < (bytes - 2048) / 4; i += blockDim.x) {
+    uint32_t h = i * 2654435761u;
+    h ^= h >> 13;
+    reinterpret_cast<uint32_t*>(sm)[i] = (h & 0x03ff03ffu) | 0x38003800u | ((h >> 10) & 0x04000400u);
+  }
+  sa_tab = reinterpret_cast<float*>(sm + bytes - 2048);
+  if (threadIdx.x < 256) sa_tab[threadIdx.x] = 1.0f + threadIdx.x * 1e-3f;
+  __syncthreads();
+  return sm;
+}
+
 template <int MODE>
 __global__ void __launch_bounds__(384, 1) rate(int stages, float* out) {
   extern __shared__ uint8_t raw[];
-  uint8_t* sm = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  float* sa_tab;
+  uint8_t* sm = fill_operands(raw, SMEM, sa_tab);
   const int tid = threadIdx.x, wg = tid >> 7;
-  for (int i = tid; i < (SMEM - 2048) / 4; i += 384) {
-    uint32_t h = i * 2654435761u;
-    h ^= h >> 13;
-    // fp16 pairs in [0.5, 2): exponent 14 or 15, random mantissa
-    reinterpret_cast<uint32_t*>(sm)[i] = (h & 0x03ff03ffu) | 0x38003800u | ((h >> 10) & 0x04000400u);
-  }
-  float* sa_tab = reinterpret_cast<float*>(sm + SMEM - 2048);
-  if (tid < 256) sa_tab[tid] = 1.0f + tid * 1e-3f;
-  __syncthreads();
   if (wg == 2) { asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n"); return; }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
   const uint32_t base = smem_addr(sm);
@@ -114,16 +121,9 @@ constexpr int SMEM64 = 2 * ATOM64 /*B*/ + 4 * 2 * ATOM64 /*A per wg*/ + 1024 + 1
 template <bool SS>
 __global__ void __launch_bounds__(640, 1) rate_n64(int stages, float* out) {
   extern __shared__ uint8_t raw[];
-  uint8_t* sm = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  float* sa_tab;
+  uint8_t* sm = fill_operands(raw, SMEM64, sa_tab);
   const int tid = threadIdx.x, wg = tid >> 7;
-  for (int i = tid; i < (SMEM64 - 2048) / 4; i += 640) {
-    uint32_t h = i * 2654435761u;
-    h ^= h >> 13;
-    reinterpret_cast<uint32_t*>(sm)[i] = (h & 0x03ff03ffu) | 0x38003800u | ((h >> 10) & 0x04000400u);
-  }
-  float* sa_tab = reinterpret_cast<float*>(sm + SMEM64 - 2048);
-  if (tid < 256) sa_tab[tid] = 1.0f + tid * 1e-3f;
-  __syncthreads();
   if (wg == 4) { asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n"); return; }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 112;\n");  // 640 x 96 at launch, 128 x (96 - 24) freed
   const uint32_t base = smem_addr(sm);
