@@ -324,7 +324,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   constexpr int STAGE_BYTES = S::STAGE_BYTES, ATOM_BYTES = S::ATOM_BYTES, RAW_BYTES = S::RAW_BYTES;
   constexpr int ROWS = BN / 32;  // weight rows a producer thread decodes a stage: lane + 32 i
   // the split of the registers (setmaxnreg): at BN 128 the consumers need 224 (at 216 they
-  // spill); at BN 64 they fit 216, and the producer's decode runs 3-5 % faster with 72 than 56
+  // spill); at BN 64 they fit 216, and the kernel runs 3-5 % faster with the producer at 72 than 56
   constexpr int PRODUCER_REGS = BN == 64 ? 72 : 56, CONSUMER_REGS = BN == 64 ? 216 : 224;
   static_assert(128 * (168 - PRODUCER_REGS) == 256 * (CONSUMER_REGS - 168), "the CTA's register pool");
   extern __shared__ uint8_t smem_raw[];
