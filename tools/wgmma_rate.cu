@@ -45,6 +45,24 @@ __device__ __forceinline__ uint8_t* fill_operands(uint8_t* raw, int bytes, float
   return sm;
 }
 
+// Register fragments of A for the RS form: fp16 pairs near 1, distinct a thread and a step.
+__device__ __forceinline__ void init_fragments(uint32_t (&fr)[8][4], int lt) {
+  for (int j = 0; j < 8; ++j)
+    for (int q = 0; q < 4; ++q) fr[j][q] = 0x3c003c00u + ((lt * 7 + j * 3 + q) & 0x3ff) * 0x10001u;
+}
+
+// acc += blk * scale as the grouped kernel promotes: accumulators 4 c + 0, 1 at row g, 4 c + 2, 3
+// at row g + 8, each row's scale from the table by stage.
+template <int NACC>
+__device__ __forceinline__ void promote(float (&acc)[NACC], const float (&blk)[NACC], const float* sa_tab, int s, int lt) {
+  const float s0 = sa_tab[(s + lt) & 255], s1 = sa_tab[(s + lt + 1) & 255];
+#pragma unroll
+  for (int i = 0; i < NACC; i += 4) {
+    acc[i] = fmaf(blk[i], s0, acc[i]); acc[i + 1] = fmaf(blk[i + 1], s0, acc[i + 1]);
+    acc[i + 2] = fmaf(blk[i + 2], s1, acc[i + 2]); acc[i + 3] = fmaf(blk[i + 3], s1, acc[i + 3]);
+  }
+}
+
 template <int MODE>
 __global__ void __launch_bounds__(384, 1) rate(int stages, float* out) {
   extern __shared__ uint8_t raw[];
@@ -59,22 +77,14 @@ __global__ void __launch_bounds__(384, 1) rate(int stages, float* out) {
   float acc[64], blk[64], blk2[64];
   for (int i = 0; i < 64; ++i) acc[i] = 0.f, blk[i] = 0.f, blk2[i] = 0.f;
   uint32_t fr[8][4];
-  for (int j = 0; j < 8; ++j)
-    for (int q = 0; q < 4; ++q) fr[j][q] = 0x3c003c00u + ((lt * 7 + j * 3 + q) & 0x3ff) * 0x10001u;
+  init_fragments(fr, lt);
   auto step_rs = [&](float (&b)[64], int j, uint32_t sc) {
     wgmma_dense(b, fr[j], db + (((j >> 2) * ATOM + 32 * (j & 3)) >> 4), sc);
   };
   auto step_ss = [&](float (&b)[64], int j, uint32_t sc) {
     wgmma_ss(b, da + (((j >> 2) * 64 * 128 + 32 * (j & 3)) >> 4), db + (((j >> 2) * ATOM + 32 * (j & 3)) >> 4), sc);
   };
-  auto prom = [&](float (&b)[64], int s) {
-    const float s0 = sa_tab[(s + lt) & 255], s1 = sa_tab[(s + lt + 1) & 255];
-#pragma unroll
-    for (int i = 0; i < 64; i += 4) {
-      acc[i] = fmaf(b[i], s0, acc[i]); acc[i + 1] = fmaf(b[i + 1], s0, acc[i + 1]);
-      acc[i + 2] = fmaf(b[i + 2], s1, acc[i + 2]); acc[i + 3] = fmaf(b[i + 3], s1, acc[i + 3]);
-    }
-  };
+  auto prom = [&](float (&b)[64], int s) { promote(acc, b, sa_tab, s, lt); };
 #pragma unroll 1
   for (int s = 0; s < stages; s += 2) {
 #pragma unroll
@@ -132,8 +142,7 @@ __global__ void __launch_bounds__(640, 1) rate_n64(int stages, float* out) {
   float acc[32], blk[32];
   for (int i = 0; i < 32; ++i) acc[i] = 0.f, blk[i] = 0.f;
   uint32_t fr[8][4];
-  for (int j = 0; j < 8; ++j)
-    for (int q = 0; q < 4; ++q) fr[j][q] = 0x3c003c00u + ((lt * 7 + j * 3 + q) & 0x3ff) * 0x10001u;
+  init_fragments(fr, lt);
 #pragma unroll 1
   for (int s = 0; s < stages; ++s) {
     wgmma_fence();
@@ -144,12 +153,7 @@ __global__ void __launch_bounds__(640, 1) rate_n64(int stages, float* out) {
       else wgmma_dense(blk, fr[j], dbj, j > 0);
     }
     wgmma_commit(); wgmma_wait<0>(); keep_f(blk);
-    const float s0 = sa_tab[(s + lt) & 255], s1 = sa_tab[(s + lt + 1) & 255];
-#pragma unroll
-    for (int i = 0; i < 32; i += 4) {
-      acc[i] = fmaf(blk[i], s0, acc[i]); acc[i + 1] = fmaf(blk[i + 1], s0, acc[i + 1]);
-      acc[i + 2] = fmaf(blk[i + 2], s1, acc[i + 2]); acc[i + 3] = fmaf(blk[i + 3], s1, acc[i + 3]);
-    }
+    promote(acc, blk, sa_tab, s, lt);
   }
   float r = 0.f;
   for (int i = 0; i < 32; ++i) r += acc[i] + blk[i];
