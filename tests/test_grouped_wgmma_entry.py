@@ -37,13 +37,15 @@ def test_cpu_tensors_are_refused_as_not_hopper():
         main.run(*inputs())
 
 
-@pytest.mark.parametrize("rows, tile", [(1, (32, 64)), (32, (32, 64)), (33, (128, 64)), (128, (128, 64)),
-                                        (129, (128, 128)), (512, (128, 128)), (513, (128, 128, "predecoded")),
-                                        (4096, (128, 128, "predecoded"))])
-def test_tile_by_the_tiles_that_hold_rows(rows, tile):
-    # up to 32 rows the tokens-as-N form; then 4 groups x 16 column tiles of 128: 128 x 64 tiles
-    # while those still fit one wave of SMs; past 512 rows a group the predecoded form
-    assert main.tile_shape(4, rows, 2048) == tile
+@pytest.mark.parametrize("max_m, rows, tile", [
+    (1, 1, (8, 32)), (8, 8, (8, 32)), (16, 8, (16, 32)), (4096, 16, (16, 32)), (32, 17, (32, 64)),
+    (64, 32, (32, 64)), (64, 33, (128, 64)), (128, 128, (128, 64)), (256, 129, (128, 128)),
+    (512, 512, (128, 128)), (1024, 513, (128, 128, "predecoded")), (4096, 4096, (128, 128, "predecoded"))])
+def test_tile_by_the_tiles_that_hold_rows(max_m, rows, tile):
+    # the mma.sync tokens-as-N form while a bucket holds 8 rows or the hint says 16, the wgmma one
+    # up to 32 rows; then 4 groups x 16 column tiles of 128: 128 x 64 tiles while those still fit
+    # one wave of SMs; past 512 rows a group the predecoded form
+    assert main.tile_shape(4, rows, 2048, max_m) == tile
     assert tile in main.TILES
 
 

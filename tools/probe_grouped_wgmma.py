@@ -17,7 +17,7 @@ from lowbit_gemm.bench.timing import time_call
 from lowbit_gemm.oracle import grouped_gemm_oracle
 from lowbit_gemm.references import load_reference
 from lowbit_gemm.solutions import load_solution
-from lowbit_gemm.testing import grouped_inputs, wide_b_scale
+from lowbit_gemm.testing import grouped_inputs, grouped_random_inputs, wide_b_scale
 
 ROOT = Path(__file__).resolve().parents[1]
 DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
@@ -71,6 +71,8 @@ def watchdog_entry(path: str):
 
 
 def make(max_m, masked_m, how="quantized", seed=0):
+    if how == "random":  # the harness's draw: every FP4 byte, Gaussian scales (negative, not powers of two)
+        return tuple(t.cuda() for t in grouped_random_inputs(max_m, masked_m, N, K, seed=seed)[:5])
     inputs = grouped_inputs(max_m, masked_m, N, K, seed=seed, outliers=how == "outliers")[:5]
     if how == "wide":
         inputs = (*inputs[:3], wide_b_scale(G, N, K, seed=seed), inputs[4])

@@ -29,18 +29,26 @@ def check(c, ref, o64):
     return bad, margin(c, o64)
 
 
-def grouped(libs, tiles, check_results=True):
+def grouped(libs, tiles, check_results=True, only_shapes=None):
     ref_fn = load_reference(pg.DEF)
     checks = [("max_m_1", 1, [1, 1, 0, 1], "quantized"), ("rows_1_63_65_128", 128, [1, 63, 65, 128], "quantized"),
               ("out_of_range", 256, [-7, 300, 0, 100], "quantized"), ("odd_max_m_41", 41, [41, 17, -1, 30], "quantized"),
               ("outliers_1024", 1024, [1024, 600, 900, 1000], "outliers"), ("wide_b_scale", 128, [128, 100, 31, 77], "wide"),
-              ("zero_scale", 1024, [1024, 1024, 1024, 3], "zero_scale"), ("int64_masked_m", 64, [64, 2, 0, 63], "int64")]
+              ("zero_scale", 1024, [1024, 1024, 1024, 3], "zero_scale"), ("int64_masked_m", 64, [64, 2, 0, 63], "int64"),
+              ("harness_random", 96, [96, 5, 40, 0], "random")]
+    # each case's inputs, reference and float64 oracle made once, for every build and tile
+    cases = []
+    for cid, max_m, masked_m, how in checks if check_results else []:
+        inputs = pg.make(max_m, masked_m, how)
+        cases.append((cid, max_m, inputs, ref_fn(*inputs[:5], None), grouped_gemm_oracle(*inputs).to(inputs[0].device)))
     shapes = [("max_m 1", 1, [1] * 4), ("max_m 16", 16, [16, 9, 12, 16]), ("max_m 64, 8-32", 64, [9, 32, 17, 24]),
               ("max_m 128", 128, [9, 32, 17, 24]),
               ("max_m 64, 12-64", 64, [64, 40, 12, 33]), ("256 ~76", 256, [76, 80, 70, 77]), ("200 uneven", 200, [200, 143, 67, 1]),
               ("256 out of range", 256, [-7, 300, 0, 100]), ("512 full", 512, [512] * 4), ("1024 ~75 %", 1024, [768, 700, 812, 790]),
               ("2048 ~75 %", 2048, [1536, 1600, 1480, 1550]), ("4096 ~20", 4096, [20, 14, 26, 23]), ("4096 ~170", 4096, [141, 248, 152, 150]),
               ("4096 ~870", 4096, [870, 900, 850, 880]), ("512 outliers", 512, [512] * 4)]
+    if only_shapes:
+        shapes = [s for s in shapes if s[0] in only_shapes]
     table = []
     for lib, tile in [(lib, tile) for lib in libs for tile in tiles]:
         f = pg.watchdog_entry(str(lib))
@@ -48,12 +56,11 @@ def grouped(libs, tiles, check_results=True):
         def run(*args, f=f, tile=tile):
             return f(*args, tile=tile)
         worst, bad_all = 0.0, 0
-        for cid, max_m, masked_m, how in checks if check_results else []:
-            inputs = pg.make(max_m, masked_m, how)
+        for cid, max_m, inputs, ref, o64 in cases:
             c = torch.full((pg.G, max_m, pg.N), float("nan"), dtype=torch.bfloat16, device="cuda")
             run(*inputs, c)
             torch.cuda.synchronize()
-            bad, mg = check(c, ref_fn(*inputs[:5], None), grouped_gemm_oracle(*inputs).to(c.device))
+            bad, mg = check(c, ref, o64)
             if bad:
                 print(f"{Path(lib).stem} {cid}: bad {bad}", flush=True)
             bad_all += bad
@@ -94,9 +101,11 @@ def main():
     ap.add_argument("libs", nargs="+", help="shared libraries, or grouped_wgmma.cu files to build first")
     ap.add_argument("--tiles", default="128x128,128x64,32x64", help="tiles, token rows x weight rows")
     ap.add_argument("--no-check", action="store_true", help="time only (ablation builds whose results are wrong)")
+    ap.add_argument("--shapes", default="", help="time only these shapes (labels, ';'-separated)")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
-    grouped(build(args.libs), args.tiles.split(","), check_results=not args.no_check)
+    grouped(build(args.libs), args.tiles.split(","), check_results=not args.no_check,
+            only_shapes=[x for x in args.shapes.split(";") if x])
 
 
 if __name__ == "__main__":

@@ -162,3 +162,19 @@ def test_tokens_as_n_form_with_fewer_stages_than_warpgroups(name, k):
     mod.grouped_gemm_fp8_fp4_masked(*inputs, c, tile=(32, 64))
     torch.cuda.synchronize()
     check_accuracy(c, grouped_gemm_oracle(*inputs), what=f"{name} tokens-as-N k {k}")
+
+
+@pytest.mark.parametrize("name", CUDA_KERNEL)
+@pytest.mark.parametrize("tile", [(8, 32), (16, 32)], ids=["8x32", "16x32"])
+@pytest.mark.parametrize("k", [128, 384, 640, 1152])
+def test_mma_sync_form_with_fewer_blocks_than_warps(name, tile, k):
+    """The mma.sync form splits K's 128-K blocks over 8 warps, two at a time where it loads two:
+    at k = 128 .. 640 some warps have none, at 1152 one has a block past k; masked_m past the
+    round's token rows takes more rounds than the grid's 4 token CTAs."""
+    mod = load_solution(DEF, OWN_AUTHOR, name)
+    max_m, n, masked_m = 40, 512, [40, 3, 0, 33]
+    inputs = tuple(t.cuda() for t in grouped_inputs(max_m, masked_m, n, k, seed=7)[:5])
+    c = nan_output((G, max_m, n), device="cuda")
+    mod.grouped_gemm_fp8_fp4_masked(*inputs, c, tile=tile)
+    torch.cuda.synchronize()
+    check_accuracy(c, grouped_gemm_oracle(*inputs), what=f"{name} mma.sync {tile} k {k}")

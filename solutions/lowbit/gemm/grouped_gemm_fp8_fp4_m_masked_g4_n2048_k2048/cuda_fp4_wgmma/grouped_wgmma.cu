@@ -18,9 +18,10 @@
 //   plain: any other scales: B' = code, the four actual scales beside it; the stage is
 //       multiplied as four 32-K sub-blocks, each promoted by its own factor: exact for any scale.
 //
-// Two forms. The producer form (below) decodes B into shared memory; the tokens-as-N form
-// (grouped_swapped_kernel, further down), for groups of few token rows, decodes it straight
-// into the MMA's register operand.
+// Three forms. The producer form (below) decodes B into shared memory; two tokens-as-N forms
+// decode it straight into the MMA's register operand, for groups of few token rows: on wgmma
+// (grouped_swapped_kernel, up to 32 rows) and on mma.sync (grouped_sync_kernel, up to 16 rows,
+// where a CTA of 32 weight rows puts twice as many CTAs on the weights' loads).
 // Persistent: one CTA an SM walks the tiles (group, 128 token rows, BN weight rows; BN 128, or
 // 64 where 128-wide tiles would leave SMs idle); a tile wholly past masked_m costs its zero
 // stores only, not a CTA launch with 200 KB of shared memory. In the predecoded form the busy
@@ -1054,6 +1055,182 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
   }
 }
 
+// ---- the tokens-as-N form on mma.sync, for decode-like buckets (few token rows a group) ----
+// c^T = B A^T on mma.sync m16n8k16 (f16 in, fp32 accumulate): weight rows on the M side, their
+// FP4 codes decoded (prmt, no scale) straight from 4-byte global loads into the MMA's A
+// registers; a group's token rows on the N side, e4m3 -> f16 in registers. No fold: each 32-K
+// sub-block's two MMAs start from zero and are promoted by the weight row's own scale, each
+// 128-K block's sum by the token row's a_scale, so every scale (any float) is taken the same
+// way, exactly, at the same speed. CTA (x, grp, y): weight rows 16 MT x .. of group grp and the
+// token rounds of 8 NT rows from 8 NT y, gridDim.z apart; its SY_WARPS warps split K by 128-K
+// blocks (warp w: blocks w CH + i + j SY_WARPS CH, i < CH, each CH blocks' loads all issued
+// before any is multiplied) and their sums join in shared memory, added in warp order.
+// K order within a block: step q of sub-block h at fragment columns 2 t, + 1 (and 8 + 2 t, + 1)
+// multiplies k = 32 h + 8 t + 4 q + 0, 1 (+ 2, 3), so a thread's codes of a sub-block are one
+// 32-bit word of each weight row and its tokens one 8-byte word of each token row.
+constexpr int SY_WARPS = 8;
+
+template <int MT, int NT>
+struct SyncTile {
+  static constexpr int ROWS = 16 * MT;     // weight rows a CTA
+  static constexpr int TOK = 8 * NT;       // token rows a round
+  static constexpr int STRIDE = ROWS + 4;  // a token's floats in the join buffer (banks spread)
+  static constexpr int SMEM = SY_WARPS * TOK * STRIDE * 4;
+};
+
+__device__ __forceinline__ float lane4(const float4& v, int h) { return h == 0 ? v.x : h == 1 ? v.y : h == 2 ? v.z : v.w; }
+
+template <int MT, int NT, int CH>
+__global__ void __launch_bounds__(SY_WARPS * 32, 2)
+    grouped_sync_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
+                        const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
+                        const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c,
+                        int max_m, int n, int k) {
+  using S = SyncTile<MT, NT>;
+  extern __shared__ float sync_join[];  // [SY_WARPS][TOK][STRIDE]
+  const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int grp = blockIdx.y, n0 = blockIdx.x * S::ROWS, KB = k / 128;
+  const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
+  __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
+  // rows past masked_m: zeros, 16 bytes a thread a step, spread over the y CTAs
+  constexpr int CHUNKS = S::ROWS / 8;
+  const long long zeros = static_cast<long long>(max_m - rows) * CHUNKS;
+  for (long long i = tid + static_cast<long long>(blockIdx.z) * (SY_WARPS * 32); i < zeros;
+       i += static_cast<long long>(gridDim.z) * (SY_WARPS * 32)) {
+    const int r = rows + static_cast<int>(i / CHUNKS), col = n0 + 8 * static_cast<int>(i % CHUNKS);
+    *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
+  }
+  // this thread's weight rows n0 + 16 mt + 8 hf + g: word t of sub-block h of block kb at byte
+  // kb 64 + 16 h + 4 t, the block's four scales at kb 4
+  const uint8_t* wrow[MT][2];
+  const float* srow[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const size_t r = static_cast<size_t>(grp) * n + n0 + 16 * mt + 8 * hf + g;
+      wrow[mt][hf] = b_fp4 + r * (k / 2) + 4 * t;
+      srow[mt][hf] = b_scale + r * (k / 32);
+    }
+#pragma unroll 1
+  for (int m0 = blockIdx.z * S::TOK; m0 < rows; m0 += gridDim.z * S::TOK) {
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.0f;
+#pragma unroll 1
+    for (int kb0 = w * CH; kb0 < KB; kb0 += SY_WARPS * CH) {
+      uint32_t bw[CH][MT][2][4];
+      float4 bsc[CH][MT][2];
+      uint2 tw[CH][NT][4];
+      float2 sa[CH][NT];  // a_scale of token columns 8 nt + 2 t, + 1
+#pragma unroll
+      for (int i = 0; i < CH; ++i) {
+        const int kb = kb0 + i;
+        const bool in = kb < KB;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int hf = 0; hf < 2; ++hf) {
+            bsc[i][mt][hf] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (in) bsc[i][mt][hf] = __ldg(reinterpret_cast<const float4*>(srow[mt][hf] + kb * 4));
+#pragma unroll
+            for (int h = 0; h < 4; ++h)
+              bw[i][mt][hf][h] = in ? __ldg(reinterpret_cast<const uint32_t*>(wrow[mt][hf] + kb * 64 + 16 * h)) : 0u;
+          }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const int r = m0 + 8 * nt + g, rc = m0 + 8 * nt + 2 * t;
+          const size_t row0 = static_cast<size_t>(grp) * max_m;
+#pragma unroll
+          for (int h = 0; h < 4; ++h) {
+            tw[i][nt][h] = make_uint2(0u, 0u);  // code 0 is +0: token rows past masked_m multiply zeros, never stored
+            if (in && r < rows)
+              tw[i][nt][h] = __ldg(reinterpret_cast<const uint2*>(a_fp8 + (row0 + r) * k + kb * 128 + 32 * h + 8 * t));
+          }
+          sa[i][nt].x = in && rc < rows ? __ldg(a_scale + (row0 + rc) * KB + kb) : 0.0f;
+          sa[i][nt].y = in && rc + 1 < rows ? __ldg(a_scale + (row0 + rc + 1) * KB + kb) : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < CH; ++i) {
+        float blk[MT][NT][4];  // this block's sum, each sub-block's promoted by the weight row's scale
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {
+          uint32_t af[2][MT][4];
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            uint32_t d0[4], d1[4];
+            e2m1x8_to_f16x2x4(bw[i][mt][0][h], d0);  // row g: f16x2 of bytes 0..3 (k 8 t + 2 b, + 1)
+            e2m1x8_to_f16x2x4(bw[i][mt][1][h], d1);  // row g + 8
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              af[q][mt][0] = d0[2 * q];
+              af[q][mt][1] = d1[2 * q];
+              af[q][mt][2] = d0[2 * q + 1];
+              af[q][mt][3] = d1[2 * q + 1];
+            }
+          }
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            if (nt > 0 && m0 + 8 * nt >= rows) break;  // token columns wholly past masked_m: nothing to add
+            const uint2 tv = tw[i][nt][h];
+            const uint32_t b00 = e4m3x2_to_f16x2(tv.x), b01 = e4m3x2_to_f16x2(tv.x >> 16);
+            const uint32_t b10 = e4m3x2_to_f16x2(tv.y), b11 = e4m3x2_to_f16x2(tv.y >> 16);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+              float sub[4];
+              mma_m16n8k16<true>(sub, af[0][mt], b00, b01);
+              mma_m16n8k16<false>(sub, af[1][mt], b10, b11);
+              const float s0 = lane4(bsc[i][mt][0], h), s1 = lane4(bsc[i][mt][1], h);
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const float s = e < 2 ? s0 : s1;  // accumulators 0, 1 at row g, 2, 3 at row g + 8
+                blk[mt][nt][e] = h == 0 ? sub[e] * s : fmaf(sub[e], s, blk[mt][nt][e]);
+              }
+            }
+          }
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              acc[mt][nt][e] = fmaf(blk[mt][nt][e], (e & 1) ? sa[i][nt].y : sa[i][nt].x, acc[mt][nt][e]);
+      }
+    }
+    // join: acc[mt][nt][e] is weight row 16 mt + g (+ 8 for e >= 2), token 8 nt + 2 t + (e & 1)
+    float* mine = sync_join + w * S::TOK * S::STRIDE;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          mine[(8 * nt + 2 * t + (e & 1)) * S::STRIDE + 16 * mt + g + 8 * (e >> 1)] = acc[mt][nt][e];
+    __syncthreads();
+    // two adjacent weight rows of one token a thread: the warps' sums in order, one bf16x2 store
+    for (int q = tid; q < S::TOK * S::ROWS / 2; q += SY_WARPS * 32) {
+      const int tok = q / (S::ROWS / 2), rr = 2 * (q % (S::ROWS / 2));
+      float2 sum = make_float2(0.0f, 0.0f);
+#pragma unroll
+      for (int w2 = 0; w2 < SY_WARPS; ++w2) {
+        const float2 p = *reinterpret_cast<const float2*>(sync_join + (w2 * S::TOK + tok) * S::STRIDE + rr);
+        sum.x += p.x;
+        sum.y += p.y;
+      }
+      const int r = m0 + tok;
+      if (r < rows)
+        *reinterpret_cast<__nv_bfloat162*>(cg + static_cast<size_t>(r) * n + n0 + rr) = __floats2bfloat162_rn(sum.x, sum.y);
+    }
+    __syncthreads();  // the join buffer is rewritten by the next round
+  }
+}
+
 constexpr int MAX_DEVICES = 64;
 
 // One persistent CTA an SM over `tiles` tiles; KERNEL's shared-memory limit is raised once per device.
@@ -1078,6 +1255,29 @@ int launch(long long tiles, cudaStream_t stream, Args... args) {
   return static_cast<int>(cudaGetLastError());
 }
 
+// The mma.sync tokens-as-N form: one CTA a (16 MT weight rows, group, y); y < SY_YSPLIT splits the
+// token rounds (a hint that undercounts rows) and the zero stores of rows past masked_m.
+constexpr int SY_YSPLIT = 4;
+// blocks whose loads a warp issues at once: two where the registers allow (8 token rows a round)
+constexpr int sync_ch(int mt, int nt) { return mt * nt <= 2 ? 2 : 1; }
+
+template <int MT, int NT>
+int launch_sync(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
+                int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, cudaStream_t stream) {
+  using S = SyncTile<MT, NT>;
+  static_assert(S::SMEM <= 48 * 1024, "the join buffer fits the default shared-memory limit");
+  if (g > 65535) return static_cast<int>(cudaErrorInvalidValue);
+  const int rounds = (max_m + S::TOK - 1) / S::TOK;
+  const dim3 grid(static_cast<unsigned>(n / S::ROWS), static_cast<unsigned>(g),
+                  static_cast<unsigned>(rounds < SY_YSPLIT ? rounds : SY_YSPLIT));
+  grouped_sync_kernel<MT, NT, sync_ch(MT, NT)><<<grid, SY_WARPS * 32, S::SMEM, stream>>>(
+      a8, as, b4, bs, masked_m, masked_m_is_64, c, max_m, n, k);
+  return static_cast<int>(cudaGetLastError());
+}
+
+// The mma.sync form's tiles (token rows a round x weight rows a CTA): 8 x 32 and 16 x 32.
+bool sync_tile(int bm, int bn) { return bn == 32 && (bm == 8 || bm == 16); }
+
 constexpr int SW_TN = 32, SW_SPLIT = 4;  // the tokens-as-N form's instantiation: 32 token rows, K split 4 ways
 
 // The predecoded form's workspace: B' (256 bytes a weight row a 128-K block), its whole flags
@@ -1100,7 +1300,8 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 // [g, max_m, k]; a_scale fp32 [g, max_m, k/128]; b_fp4 [g, n, k/2]; b_scale fp32 [g, n, k/32];
 // masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
 // 16-byte aligned; tile bm x bn (token rows x weight rows): 128 x 64 or 128 x 128 (weights
-// decoded by a producer warpgroup), or 32 x 64 (the tokens-as-N form); n % bn == 0, k % 128 == 0.
+// decoded by a producer warpgroup), 32 x 64 (the wgmma tokens-as-N form), or 8 x 32 and 16 x 32
+// (the mma.sync tokens-as-N form); n % bn == 0, k % 128 == 0.
 // workspace: null, or (128 x 128 only) 16-byte aligned, of
 // lowbit_grouped_workspace_bytes(g, n, k) bytes, not in use by another call: the predecoded
 // form, a first pass writing B' there for the producer to copy (and the split tail's partial
@@ -1109,7 +1310,8 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
                                     int bm, int bn, void* workspace, void* stream) {
   if (g <= 0 || max_m <= 0) return 0;
-  const bool tile_ok = (bm == 128 && (bn == 128 || (bn == 64 && !workspace))) || (bm == SW_TN && bn == SW_ROWS && !workspace);
+  const bool tile_ok = (bm == 128 && (bn == 128 || (bn == 64 && !workspace))) ||
+                       ((bm == SW_TN && bn == SW_ROWS) || sync_tile(bm, bn)) && !workspace;
   if (!tile_ok || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaGetLastError();  // an earlier, unrelated error must not be reported as this call's
@@ -1119,6 +1321,11 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
   const auto bs = static_cast<const float*>(b_scale);
   const auto cc = static_cast<__nv_bfloat16*>(c);
   const long long m_tiles = (static_cast<long long>(max_m) + 127) / 128;
+#define LOWBIT_SYNC(BM_, BN_) \
+  if (bm == BM_ && bn == BN_) return launch_sync<BN_ / 16, BM_ / 8>(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, s);
+  LOWBIT_SYNC(8, 32)
+  LOWBIT_SYNC(16, 32)
+#undef LOWBIT_SYNC
   if (bm == SW_TN)  // a CTA owns SW_ROWS weight rows and all token rows of a group
     return launch<grouped_swapped_kernel<SW_TN, SW_SPLIT>, SW_SPLIT * 128, SwSmem<SW_TN, SW_SPLIT>::BYTES>(
         static_cast<long long>(g) * (n / SW_ROWS), s, a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k);

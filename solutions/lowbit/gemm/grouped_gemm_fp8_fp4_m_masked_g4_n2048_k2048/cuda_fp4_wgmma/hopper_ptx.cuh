@@ -1,7 +1,7 @@
 // Hopper (sm_90a) building blocks the lowbit CUDA kernels share: shared-memory addresses and
-// permutes, wgmma fences and the K-major 128-byte-swizzle descriptor, mbarriers, cp.async and
-// 16-byte shared-memory moves. Copied byte-identically into each CUDA solution (solutions are
-// packed self-contained); tests/test_copies.py fails when the copies drift.
+// permutes, wgmma fences and the K-major 128-byte-swizzle descriptor, mbarriers, cp.async,
+// 16-byte shared-memory moves and the f16 mma.sync. Copied byte-identically into each CUDA
+// solution (solutions are packed self-contained); tests/test_copies.py fails when the copies drift.
 #pragma once
 #include <stdint.h>
 
@@ -88,6 +88,23 @@ __device__ __forceinline__ void st_shared4(uint32_t addr, uint32_t v) {
 }
 __device__ __forceinline__ void st_shared16(uint32_t addr, const uint32_t (&v)[4]) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
+}
+
+// d = a b (FRESH) or d += a b: mma.sync m16n8k16, f16 operands, fp32 accumulators
+template <bool FRESH = false>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if (FRESH)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%10, %10, %10, %10};\n"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 }  // namespace hopper

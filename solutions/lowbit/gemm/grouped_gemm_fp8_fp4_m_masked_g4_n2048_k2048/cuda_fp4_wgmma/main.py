@@ -1,9 +1,10 @@
 """M-masked grouped FP8 x FP4 GEMM (definition grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048) on
-Hopper's wgmma with f16 operands and fp32 accumulation, exact (grouped_wgmma.cu says why and
-how): for groups of few rows the weights decoded from FP4 straight into the MMA's register
-operand (tokens-as-N form), else into shared memory by a producer warpgroup under the MMAs (one
-launch each); for many rows a first pass decodes every weight once into a workspace, and the
-producer copies it in (predecoded form, two launches).
+Hopper's tensor cores with f16 operands and fp32 accumulation, exact (grouped_wgmma.cu says why
+and how): for groups of few rows the weights decoded from FP4 straight into the MMA's register
+operand (tokens-as-N forms, on mma.sync up to 16 rows and on wgmma up to 32), else into shared
+memory by a producer warpgroup under the wgmmas (one launch each); for many rows a first pass
+decodes every weight once into a workspace, and the producer copies it in (predecoded form, two
+launches).
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
@@ -32,7 +33,7 @@ from .heuristics import tile_shape
 
 _HERE = Path(__file__).resolve().parent
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
-TILES = ((32, 64), (128, 64), (128, 128), (128, 128, "predecoded"))  # the kernel's instantiations
+TILES = ((8, 32), (16, 32), (32, 64), (128, 64), (128, 128), (128, 128, "predecoded"))  # the kernel's instantiations
 
 
 class _Plan(NamedTuple):
@@ -85,7 +86,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
     if g == 0 or max_m == 0:
         return _Plan(True)
     rows = max_m if expected_m is None else min(max(int(expected_m), 1), max_m)
-    bm, bn, *form = tile_shape(g, rows, n) if tile is None else tuple(tile)
+    bm, bn, *form = tile_shape(g, rows, n, max_m) if tile is None else tuple(tile)
     ws = entry().lowbit_grouped_workspace_bytes(g, n, k) if form else 0
     return _Plan(False, g, max_m, n, k, int(masked_m.dtype == torch.int64), dev.index, bm, bn, ws)
 

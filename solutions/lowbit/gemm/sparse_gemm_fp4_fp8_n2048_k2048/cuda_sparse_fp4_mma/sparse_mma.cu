@@ -53,14 +53,6 @@ __device__ __forceinline__ void group_f16(uint32_t v, uint32_t meta, uint32_t& l
   hi = hmul2_u(hadd2_u(static_cast<uint32_t>(s0 >> 32), static_cast<uint32_t>(s1 >> 32)), TWO14);
 }
 
-__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ uint32_t word(const uint4& q, int s) {
   return s == 0 ? q.x : s == 1 ? q.y : s == 2 ? q.z : q.w;
 }
@@ -147,7 +139,7 @@ __global__ void __launch_bounds__(KW * 32)
             uint32_t b0, b1;
             group_f16(tv[i][nt] >> (8 * s), tm[i][nt] >> (8 * s), b0, b1);
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) mma_f16(acc[mt][nt], af[mt], b0, b1);
+            for (int mt = 0; mt < MT; ++mt) hopper::mma_m16n8k16(acc[mt][nt], af[mt], b0, b1);
           }
         }
       }
