@@ -22,7 +22,7 @@ run_step() {  # name, time limit (s), command...
     echo "   rc=$? | $(tail -n 1 "$OUT/$name.log")"
 }
 
-SMALL="cuda_fp4_wgmma and (rows_1_63_65_128 or out_of_range or wide_b_scale or max_m_1-)"
+SMALL="cuda_fp4_wgmma and (rows_1_63_65_128 or out_of_range or wide_b_scale or max_m_1- or mma_sync)"
 SPARSE="cuda_every_tile or (cuda_sparse_mma_rows and (m257 or m1000)) or (cuda_sparse_fp4_mma and (pruned_m_1- or pruned_m_65 or every_meta_byte))"
 for step in "$@"; do
     case $step in
