@@ -865,10 +865,16 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
     const int grp = tile / tiles_n, n0 = (tile % tiles_n) * SW_ROWS;
     const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
     __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
-    // rows past masked_m: zeros, 16 bytes a thread a step
-    for (int i = tid; i < (max_m - rows) * (SW_ROWS / 8); i += SPLIT * 128) {
-      const int r = rows + i / (SW_ROWS / 8), col = n0 + 8 * (i % (SW_ROWS / 8));
-      *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
+    // rows past masked_m: zeros, 16 bytes a thread a step; the group's tiles share them as
+    // whole rows, so that a warp writes 512 contiguous bytes
+    {
+      const int chunks = n / 8;
+      const long long zeros = static_cast<long long>(max_m - rows) * chunks;
+      for (long long i = tid + static_cast<long long>(tile % tiles_n) * (SPLIT * 128); i < zeros;
+           i += static_cast<long long>(tiles_n) * (SPLIT * 128)) {
+        const int r = rows + static_cast<int>(i / chunks), col = 8 * static_cast<int>(i % chunks);
+        *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
+      }
     }
     // this thread's weight rows n0 + 16 warp + g and + 8: stage st's word of sub-block s at
     // st * 16 + 4 s (+ t), its four scales at st
@@ -1092,13 +1098,17 @@ __global__ void __launch_bounds__(SY_WARPS * 32, 2)
   const int grp = blockIdx.y, n0 = blockIdx.x * S::ROWS, KB = k / 128;
   const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
   __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
-  // rows past masked_m: zeros, 16 bytes a thread a step, spread over the y CTAs
-  constexpr int CHUNKS = S::ROWS / 8;
-  const long long zeros = static_cast<long long>(max_m - rows) * CHUNKS;
-  for (long long i = tid + static_cast<long long>(blockIdx.z) * (SY_WARPS * 32); i < zeros;
-       i += static_cast<long long>(gridDim.z) * (SY_WARPS * 32)) {
-    const int r = rows + static_cast<int>(i / CHUNKS), col = n0 + 8 * static_cast<int>(i % CHUNKS);
-    *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
+  // rows past masked_m: zeros, 16 bytes a thread a step; the group's CTAs (x, z) share them
+  // as whole rows, so that a warp writes 512 contiguous bytes
+  {
+    const int chunks = n / 8;
+    const long long zeros = static_cast<long long>(max_m - rows) * chunks;
+    const long long cta = static_cast<long long>(blockIdx.z) * gridDim.x + blockIdx.x;
+    const long long step = static_cast<long long>(gridDim.x) * gridDim.z * (SY_WARPS * 32);
+    for (long long i = tid + cta * (SY_WARPS * 32); i < zeros; i += step) {
+      const int r = rows + static_cast<int>(i / chunks), col = 8 * static_cast<int>(i % chunks);
+      *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
+    }
   }
   // this thread's weight rows n0 + 16 mt + 8 hf + g: word t of sub-block h of block kb at byte
   // kb 64 + 16 h + 4 t, the block's four scales at kb 4
@@ -1256,7 +1266,7 @@ int launch(long long tiles, cudaStream_t stream, Args... args) {
 }
 
 // The mma.sync tokens-as-N form: one CTA a (16 MT weight rows, group, y); y < SY_YSPLIT splits the
-// token rounds (a hint that undercounts rows) and the zero stores of rows past masked_m.
+// token rounds (a hint that undercounts rows); all CTAs of a group share its rows past masked_m.
 constexpr int SY_YSPLIT = 4;
 // blocks whose loads a warp issues at once: two where the registers allow (8 token rows a round)
 constexpr int sync_ch(int mt, int nt) { return mt * nt <= 2 ? 2 : 1; }
