@@ -9,7 +9,9 @@ memory. This ports those pieces bit for bit (tables and constants read from the 
 checks: the decode on every byte, each mode's fold against the definition's dequantisation, that
 the raw ring's copies and decode reads meet at the same chunks without bank conflicts, that the
 producer's stores land where the MMA's descriptor reads the logical K the consumers' A fragments
-hold, and whole stages of one warp, in each promotion path, against the definition's sum.
+hold, and whole stages of one warp, in each promotion path, against the definition's sum; and, for
+the mma.sync tokens-as-N form, one warp's block from its loads through the fragments and both
+promotions against the definition's sum.
 """
 
 import re
@@ -695,3 +697,63 @@ def test_weight_fragments_are_the_consumers_k_order():
                     for e in range(2):
                         code = 2 * b + e  # 0..7 within the word: actual k = 32 s + 8 t + code
                         assert consumer_logical_k(s, t, code // 4, code % 4) == 16 * (2 * s + h) + col0 + e
+
+
+# ---- the tokens-as-N form on mma.sync (grouped_sync_kernel): both operands in registers ----
+assert "wrow[mt][hf] = b_fp4 + r * (k / 2) + 4 * t;" in SRC
+assert "__ldg(reinterpret_cast<const uint32_t*>(wrow[mt][hf] + kb * 64 + 16 * h))" in SRC
+assert "__ldg(reinterpret_cast<const uint2*>(a_fp8 + (row0 + r) * k + kb * 128 + 32 * h + 8 * t))" in SRC
+assert all(f"af[q][mt][{i}] = d{i & 1}[2 * q{' + 1' if i >= 2 else ''}];" in SRC for i in range(4))
+assert "const uint32_t b00 = e4m3x2_to_f16x2(tv.x), b01 = e4m3x2_to_f16x2(tv.x >> 16);" in SRC
+assert "const uint32_t b10 = e4m3x2_to_f16x2(tv.y), b11 = e4m3x2_to_f16x2(tv.y >> 16);" in SRC
+assert "mma_m16n8k16<true>(sub, af[0][mt], b00, b01);" in SRC and "mma_m16n8k16<false>(sub, af[1][mt], b10, b11);" in SRC
+assert "blk[mt][nt][e] = h == 0 ? sub[e] * s : fmaf(sub[e], s, blk[mt][nt][e]);" in SRC
+assert "acc[mt][nt][e] = fmaf(blk[mt][nt][e], (e & 1) ? sa[i][nt].y : sa[i][nt].x, acc[mt][nt][e]);" in SRC
+
+
+def mma_m16n8k16(a_regs, b_regs):
+    """D [16, 8] of mma.sync m16n8k16 from the 32 lanes' f16x2 registers (PTX fragment layout):
+    a[0] row g cols 2 t, + 1; a[1] row g + 8, same cols; a[2] row g cols 8 + 2 t, + 1; a[3] row
+    g + 8, same; b[0] rows 2 t, + 1 of col g; b[1] rows 8 + 2 t, + 1."""
+    a, b = np.zeros((16, 16)), np.zeros((16, 8))
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        for reg, (row, col) in enumerate(((g, 2 * t), (g + 8, 2 * t), (g, 8 + 2 * t), (g + 8, 8 + 2 * t))):
+            x = a_regs[lane][reg]
+            a[row, col], a[row, col + 1] = h2f(x & 0xFFFF), h2f(x >> 16)
+        for reg, row in enumerate((2 * t, 8 + 2 * t)):
+            x = b_regs[lane][reg]
+            b[row, g], b[row + 1, g] = h2f(x & 0xFFFF), h2f(x >> 16)
+    return a @ b
+
+
+def test_mma_sync_form_block_is_the_definitions_sum():
+    """One 128-K block of one warp (16 weight rows, 8 tokens), every lane's loads, decodes and
+    fragments as the kernel takes them: the sub-blocks' MMAs, each promoted by its weight row's
+    scale, then the block by the token's a_scale, give the definition's sum; so each step pairs
+    the same actual k on both operands and covers the block once."""
+    gen = np.random.default_rng(3)
+    codes = gen.integers(0, 16, size=(16, 128))                       # weight rows x k
+    packed = codes[:, 0::2] | (codes[:, 1::2] << 4)                    # 64 bytes a row, low nibble = even k
+    tokens = gen.integers(-8, 9, size=(8, 128)).astype(np.float64)     # small integers: exact in f16
+    b_scale = 2.0 ** gen.integers(-4, 5, size=(16, 4))                 # a row's four per-32 scales
+    a_scale = gen.uniform(0.5, 2.0, size=8)
+    word = lambda row, h, t: int.from_bytes(bytes(int(x) for x in packed[row, 16 * h + 4 * t:16 * h + 4 * t + 4]), "little")
+    tok2 = lambda tok, k0: f2h(tokens[tok, k0]) | (f2h(tokens[tok, k0 + 1]) << 16)  # e4m3x2_to_f16x2 of two bytes
+    blk = np.zeros((16, 8))
+    for h in range(4):
+        sub = np.zeros((16, 8))
+        for q in range(2):
+            a_regs, b_regs = [], []
+            for lane in range(32):
+                g, t = lane >> 2, lane & 3
+                d0, d1 = e2m1x8_to_f16x2x4(word(g, h, t)), e2m1x8_to_f16x2x4(word(g + 8, h, t))
+                a_regs.append((d0[2 * q], d1[2 * q], d0[2 * q + 1], d1[2 * q + 1]))
+                k0 = 32 * h + 8 * t + 4 * q  # tv bytes 4 q .. 4 q + 3 of token row g
+                b_regs.append((tok2(g, k0), tok2(g, k0 + 2)))
+            sub += mma_m16n8k16(a_regs, b_regs)
+        blk += sub * b_scale[:, h:h + 1]
+    got = blk * a_scale[None, :]
+    values = np.array(E2M1)[codes] * np.repeat(b_scale, 32, axis=1)
+    want = values @ (tokens * a_scale[:, None]).T
+    assert np.allclose(got, want, rtol=1e-12, atol=0)
