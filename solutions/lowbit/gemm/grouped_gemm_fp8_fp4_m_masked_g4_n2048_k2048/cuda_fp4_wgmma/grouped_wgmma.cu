@@ -238,6 +238,20 @@ __device__ __forceinline__ int clamp_rows(const void* masked_m, int masked_m_is_
   return static_cast<int>(v < 0 ? 0 : (v > max_m ? max_m : v));
 }
 
+// Rows [rows, max_m) of one group's output cg (n columns) set to zero, 16 bytes a thread a step,
+// shared as whole rows by `parts` parts of `threads` threads each (this thread: tid of part
+// `part`), so that a warp writes 512 contiguous bytes.
+__device__ __forceinline__ void zero_rows_from(__nv_bfloat16* cg, int rows, int max_m, int n, int part, int parts,
+                                               int threads, int tid) {
+  const int chunks = n / 8;
+  const long long zeros = static_cast<long long>(max_m - rows) * chunks;
+  for (long long i = tid + static_cast<long long>(part) * threads; i < zeros;
+       i += static_cast<long long>(parts) * threads) {
+    const int r = rows + static_cast<int>(i / chunks), col = 8 * static_cast<int>(i % chunks);
+    *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
 // The predecoded form's operand, written by predecode_kernel earlier in the same stream: B' of
 // every (group, 128-K block kb, weight row) as the 256 bytes of the row in a stage (the two
 // 64-K atoms' 128-byte rows, unswizzled, in the K order above), at ((grp * KB + kb) * n + row) * 256;
@@ -865,17 +879,7 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
     const int grp = tile / tiles_n, n0 = (tile % tiles_n) * SW_ROWS;
     const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
     __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
-    // rows past masked_m: zeros, 16 bytes a thread a step; the group's tiles share them as
-    // whole rows, so that a warp writes 512 contiguous bytes
-    {
-      const int chunks = n / 8;
-      const long long zeros = static_cast<long long>(max_m - rows) * chunks;
-      for (long long i = tid + static_cast<long long>(tile % tiles_n) * (SPLIT * 128); i < zeros;
-           i += static_cast<long long>(tiles_n) * (SPLIT * 128)) {
-        const int r = rows + static_cast<int>(i / chunks), col = 8 * static_cast<int>(i % chunks);
-        *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
-      }
-    }
+    zero_rows_from(cg, rows, max_m, n, tile % tiles_n, tiles_n, SPLIT * 128, tid);  // the group's tiles share them
     // this thread's weight rows n0 + 16 warp + g and + 8: stage st's word of sub-block s at
     // st * 16 + 4 s (+ t), its four scales at st
     const size_t wrow0 = static_cast<size_t>(grp) * n + n0 + 16 * warp + g;
@@ -1098,18 +1102,8 @@ __global__ void __launch_bounds__(SY_WARPS * 32, 2)
   const int grp = blockIdx.y, n0 = blockIdx.x * S::ROWS, KB = k / 128;
   const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
   __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
-  // rows past masked_m: zeros, 16 bytes a thread a step; the group's CTAs (x, z) share them
-  // as whole rows, so that a warp writes 512 contiguous bytes
-  {
-    const int chunks = n / 8;
-    const long long zeros = static_cast<long long>(max_m - rows) * chunks;
-    const long long cta = static_cast<long long>(blockIdx.z) * gridDim.x + blockIdx.x;
-    const long long step = static_cast<long long>(gridDim.x) * gridDim.z * (SY_WARPS * 32);
-    for (long long i = tid + cta * (SY_WARPS * 32); i < zeros; i += step) {
-      const int r = rows + static_cast<int>(i / chunks), col = 8 * static_cast<int>(i % chunks);
-      *reinterpret_cast<uint4*>(cg + static_cast<size_t>(r) * n + col) = make_uint4(0u, 0u, 0u, 0u);
-    }
-  }
+  // the group's CTAs (x, z) share its rows past masked_m
+  zero_rows_from(cg, rows, max_m, n, blockIdx.z * gridDim.x + blockIdx.x, gridDim.x * gridDim.z, SY_WARPS * 32, tid);
   // this thread's weight rows n0 + 16 mt + 8 hf + g: word t of sub-block h of block kb at byte
   // kb 64 + 16 h + 4 t, the block's four scales at kb 4
   const uint8_t* wrow[MT][2];
@@ -1331,11 +1325,10 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
   const auto bs = static_cast<const float*>(b_scale);
   const auto cc = static_cast<__nv_bfloat16*>(c);
   const long long m_tiles = (static_cast<long long>(max_m) + 127) / 128;
-#define LOWBIT_SYNC(BM_, BN_) \
-  if (bm == BM_ && bn == BN_) return launch_sync<BN_ / 16, BM_ / 8>(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, s);
-  LOWBIT_SYNC(8, 32)
-  LOWBIT_SYNC(16, 32)
-#undef LOWBIT_SYNC
+  if (bm == 8 && bn == 32)  // the mma.sync form: 2 x 16 weight rows a CTA, 1 x 8 or 2 x 8 tokens a round
+    return launch_sync<2, 1>(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, s);
+  if (bm == 16 && bn == 32)
+    return launch_sync<2, 2>(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, s);
   if (bm == SW_TN)  // a CTA owns SW_ROWS weight rows and all token rows of a group
     return launch<grouped_swapped_kernel<SW_TN, SW_SPLIT>, SW_SPLIT * 128, SwSmem<SW_TN, SW_SPLIT>::BYTES>(
         static_cast<long long>(g) * (n / SW_ROWS), s, a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k);
