@@ -17,7 +17,7 @@ from lowbit_gemm.bench.timing import time_call
 from lowbit_gemm.oracle import grouped_gemm_oracle
 from lowbit_gemm.references import load_reference
 from lowbit_gemm.solutions import load_solution
-from lowbit_gemm.testing import grouped_inputs, grouped_random_inputs, wide_b_scale
+from lowbit_gemm.testing import grouped_inputs, grouped_random_inputs, spread_a_scale, wide_b_scale
 
 ROOT = Path(__file__).resolve().parents[1]
 DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
@@ -33,11 +33,11 @@ def nvcc_command(src, lib, *defines):
 
 
 def parse_tile(tile: str):
-    """'32x64' -> (32, 64, False): token rows x weight rows of the kernel's tile; a trailing 'p'
-    ('128x128p') names the predecoded form (True)."""
-    pre = tile.endswith("p")
+    """'32x64' -> (32, 64, False): token rows x weight rows of the kernel's tile and whether its
+    form takes a workspace: a trailing 'p' ('128x128p') names the predecoded form, and 128 x 256
+    tiles are the prepared form's."""
     bm, bn = (int(x) for x in tile.rstrip("p").split("x"))
-    return bm, bn, pre
+    return bm, bn, tile.endswith("p") or bn == 256
 
 
 def watchdog_entry(path: str):
@@ -54,13 +54,13 @@ def watchdog_entry(path: str):
     f.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p] * 2
     f.restype = ctypes.c_int
     ws_bytes = lib.lowbit_grouped_workspace_bytes
-    ws_bytes.argtypes = [ctypes.c_int] * 3
+    ws_bytes.argtypes = [ctypes.c_int] * 6
     ws_bytes.restype = ctypes.c_longlong
 
     def run(a, a_s, b, b_s, mm, c, tile="128x128"):
         bm, bn, pre = parse_tile(tile)
         g, n, k = a.shape[0], b.shape[1], a.shape[2]
-        ws = torch.empty(ws_bytes(g, n, k), dtype=torch.uint8, device=a.device) if pre else None
+        ws = torch.empty(ws_bytes(g, a.shape[1], n, k, bm, bn), dtype=torch.uint8, device=a.device) if pre else None
         err = f(a.data_ptr(), a_s.data_ptr(), b.data_ptr(), b_s.data_ptr(), mm.data_ptr(), int(mm.dtype == torch.int64),
                 c.data_ptr(), g, a.shape[1], n, k, bm, bn, None if ws is None else ws.data_ptr(),
                 torch.cuda.current_stream().cuda_stream)
@@ -81,6 +81,8 @@ def make(max_m, masked_m, how="quantized", seed=0):
         bs[1, 77, 5] = 0.0
         bs[2, 1000, 40] = 0.75
         inputs = (*inputs[:3], bs, inputs[4])
+    if how == "a_scale_spread":  # token scales over 60 binades and zero blocks: the prepared form's rescale
+        inputs = (inputs[0], spread_a_scale(inputs[1], seed=seed), *inputs[2:])
     if how == "int64":
         inputs = (*inputs[:4], inputs[4].to(torch.int64))
     return tuple(t.cuda() for t in inputs)

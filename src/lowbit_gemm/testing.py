@@ -129,6 +129,24 @@ def wide_b_scale(g: int, n: int, k: int, seed: Seed = 0) -> torch.Tensor:
     return torch.exp2(exps.to(torch.float32))
 
 
+def spread_a_scale(a_scale: torch.Tensor, seed: Seed = 0, row_binades: int = 2, block_binades: int = 6) -> torch.Tensor:
+    """a_scale times 2^U(-row_binades, row_binades) per token row and 2^U(-block_binades,
+    block_binades) per block, with about 1 block in 8 set to 0 (block 0 of every row 5 mod 8
+    among them, and all of row 3 of every group): token rows far apart in scale, blocks of a row
+    several binades apart (outlier channels), and blocks quantized from all-zero activations.
+    (Rows of large outputs make fp32's own sums lose the check where they cancel: with rows
+    scaled by 2^30 the definition's reference is 8 elements in 1.2 M beyond it.)"""
+    gen = generator(seed)
+    g, rows, blocks = a_scale.shape
+    row_e = torch.randint(-row_binades, row_binades + 1, (g, rows, 1), generator=gen)
+    block_e = torch.randint(-block_binades, block_binades + 1, a_scale.shape, generator=gen)
+    out = a_scale * torch.exp2((row_e + block_e).to(torch.float32))
+    out[torch.rand(a_scale.shape, generator=gen) < 0.125] = 0.0
+    out[:, 5::8, 0] = 0.0
+    out[:, 3] = 0.0
+    return out
+
+
 # --- definition B: 2:4 sparse FP4 x FP8 -----------------------------------------------------
 
 def sparse_pruned_inputs(m: int, n: int = 2048, k: int = 2048, seed: Seed = 0, full_range_b: bool = False,

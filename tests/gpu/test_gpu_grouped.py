@@ -11,7 +11,8 @@ from gpu_solutions import (OWN_AUTHOR, call, capture, check, check_calls, entry_
                            replay_on)
 from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle
 from lowbit_gemm.solutions import load_solution
-from lowbit_gemm.testing import expected_m_hint, grouped_inputs, grouped_random_inputs, nan_output, wide_b_scale
+from lowbit_gemm.testing import (expected_m_hint, grouped_inputs, grouped_random_inputs, nan_output, spread_a_scale,
+                                 wide_b_scale)
 
 pytestmark = needs_cuda
 triton = pytest.importorskip("triton")
@@ -42,6 +43,8 @@ CASES = [
     ("harness_random_large", 512, [512, 300, 129, 511], "random"),
     ("wide_b_scale", 128, [128, 100, 31, 77], "wide"),
     ("subnormal_fold", 256, [256, 200, 31, 129], "subnormal"),
+    ("a_scale_spread", 300, [300, 129, 0, 257], "a_scale_spread"),
+    ("a_scale_beyond_rescale", 300, [300, 129, 0, 257], "a_scale_beyond"),
 ]
 
 
@@ -55,6 +58,11 @@ def make(max_m, masked_m, how, seed=0, expected_m=None):
         inputs = (*inputs[:3], wide_b_scale(G, N, K, seed=seed), *inputs[4:])
     if how == "subnormal":
         inputs = subnormal_fold(inputs)
+    if how in ("a_scale_spread", "a_scale_beyond"):  # token scales far apart, zero blocks: the prepared form's rescale
+        a_scale = spread_a_scale(inputs[1], seed=seed)
+        if how == "a_scale_beyond":  # one row's scales past the rescale's 2^45: the exact fallback
+            a_scale[1, 77] *= 2.0 ** 60
+        inputs = (inputs[0], a_scale, *inputs[2:])
     if expected_m is not None:
         inputs = (*inputs[:5], expected_m)
     return tuple(t.cuda() if isinstance(t, torch.Tensor) else t for t in inputs)
@@ -132,7 +140,7 @@ def test_k_that_is_no_multiple_of_512(name, k):
 # could send it (edges of masked_m, groups of more rows than the tokens-as-N form's 32, every fold mode)
 TILE_CASE_IDS = ("rows_1_63_65_128", "max_m_65_full", "odd_max_m_41", "out_of_range", "max_m_512_full",
                  "max_m_1024_three_quarters", "max_m_4096_many_rows", "outlier_channels_large", "wide_b_scale",
-                 "subnormal_fold")
+                 "subnormal_fold", "a_scale_spread", "a_scale_beyond_rescale")
 CUDA_KERNEL = [p for p in SOLUTIONS if p.values[0] == "cuda_fp4_wgmma"]
 CUDA_TILES = load_solution(DEF, OWN_AUTHOR, "cuda_fp4_wgmma").TILES  # every tile the kernel instantiates
 

@@ -18,10 +18,12 @@
 //   plain: any other scales: B' = code, the four actual scales beside it; the stage is
 //       multiplied as four 32-K sub-blocks, each promoted by its own factor: exact for any scale.
 //
-// Three forms. The producer form (below) decodes B into shared memory; two tokens-as-N forms
+// Four forms. The producer form (below) decodes B into shared memory; two tokens-as-N forms
 // decode it straight into the MMA's register operand, for groups of few token rows: on wgmma
 // (grouped_swapped_kernel, up to 32 rows) and on mma.sync (grouped_sync_kernel, up to 16 rows,
-// where a CTA of 32 weight rows puts twice as many CTAs on the weights' loads).
+// where a CTA of 32 weight rows puts twice as many CTAs on the weights' loads); for groups of
+// many rows the prepared form (grouped_prepared.cuh) converts both operands to fp16 in a first
+// pass and multiplies them from shared memory with one accumulator set.
 // Persistent: one CTA an SM walks the tiles (group, 128 token rows, BN weight rows; BN 128, or
 // 64 where 128-wide tiles would leave SMs idle); a tile wholly past masked_m costs its zero
 // stores only, not a CTA launch with 200 KB of shared memory. In the predecoded form the busy
@@ -252,6 +254,8 @@ __device__ __forceinline__ void zero_rows_from(__nv_bfloat16* cg, int rows, int 
   }
 }
 
+#include "grouped_prepared.cuh"
+
 // The predecoded form's operand, written by predecode_kernel earlier in the same stream: B' of
 // every (group, 128-K block kb, weight row) as the 256 bytes of the row in a stage (the two
 // 64-K atoms' 128-byte rows, unswizzled, in the K order above), at ((grp * KB + kb) * n + row) * 256;
@@ -264,6 +268,10 @@ struct Predecoded {
   // their flags [CTA] (zeroed by predecode_kernel): 1 once that CTA's partial sum is written
   float* partial;
   uint32_t* done;
+  // as the prepared form's fallback: the prepare pass's gate words; the kernel returns at once
+  // unless one is set (prepared_gemm has then computed nothing)
+  const uint32_t* gate;
+  int gate_words;
 };
 
 // The predecoded form's first pass: B' of the whole fold for every weight row and block of the
@@ -349,6 +357,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint64_t* empty = full + STAGES;
 
   const int tid = threadIdx.x;
+  if (pre.gate && !prepared::gate_set(pre.gate, pre.gate_words, tid, THREADS)) return;
   const int wg = tid >> 7;
   const int tiles_n = n / BN;
   const int tiles_mn = ((max_m + BM - 1) / BM) * tiles_n;
@@ -1237,24 +1246,32 @@ __global__ void __launch_bounds__(SY_WARPS * 32, 2)
 
 constexpr int MAX_DEVICES = 64;
 
-// One persistent CTA an SM over `tiles` tiles; KERNEL's shared-memory limit is raised once per device.
-template <auto KERNEL, int THREADS_, int SMEM_BYTES, typename... Args>
-int launch(long long tiles, cudaStream_t stream, Args... args) {
-  static bool configured[MAX_DEVICES] = {};
-  static int sms[MAX_DEVICES] = {};
+// KERNEL's shared-memory limit raised to SMEM_BYTES, once per device; sms: the current device's SM count.
+template <auto KERNEL, int SMEM_BYTES>
+cudaError_t configure(int& sms) {
+  static int count[MAX_DEVICES] = {};  // 0: not yet configured
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return static_cast<int>(e);
-  if (dev < 0 || dev >= MAX_DEVICES) return static_cast<int>(cudaErrorInvalidDevice);
-  if (!configured[dev]) {
+  if (e != cudaSuccess) return e;
+  if (dev < 0 || dev >= MAX_DEVICES) return cudaErrorInvalidDevice;
+  if (!count[dev]) {
     e = cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-    if (e != cudaSuccess) return static_cast<int>(e);
-    e = cudaDeviceGetAttribute(&sms[dev], cudaDevAttrMultiProcessorCount, dev);
-    if (e != cudaSuccess) return static_cast<int>(e);
-    configured[dev] = true;
+    if (e != cudaSuccess) return e;
+    e = cudaDeviceGetAttribute(&count[dev], cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
   }
+  sms = count[dev];
+  return cudaSuccess;
+}
+
+// One persistent CTA an SM over `tiles` tiles.
+template <auto KERNEL, int THREADS_, int SMEM_BYTES, typename... Args>
+int launch(long long tiles, cudaStream_t stream, Args... args) {
+  int sms = 0;
+  const cudaError_t e = configure<KERNEL, SMEM_BYTES>(sms);
+  if (e != cudaSuccess) return static_cast<int>(e);
   if (tiles >= (1LL << 30)) return static_cast<int>(cudaErrorInvalidValue);  // tile + gridDim.x stays an int
-  dim3 grid(static_cast<unsigned>(tiles < sms[dev] ? tiles : sms[dev]));
+  dim3 grid(static_cast<unsigned>(tiles < sms ? tiles : sms));
   KERNEL<<<grid, THREADS_, SMEM_BYTES, stream>>>(args...);
   return static_cast<int>(cudaGetLastError());
 }
@@ -1300,21 +1317,62 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 }
 #endif
 
+// The prepared form (grouped_prepared.cuh): prepare_kernel, prepared_gemm as its programmatic
+// dependent, then the producer form gated on the prepare pass's verdict (it returns at once
+// unless some scale needs it).
+int launch_prepared(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
+                    int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, void* workspace,
+                    cudaStream_t s) {
+  namespace P = prepared;
+  int sms = 0;
+  cudaError_t e = configure<P::prepared_gemm, P::SMEM>(sms);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  const long long nb_ctas = P::b_ctas(g, n, k), words = P::gate_words(g, max_m, n, k);
+  const long long tiles = g * P::m_tiles(max_m) * (n / P::TN);
+  if (words >= (1LL << 31) || tiles >= (1LL << 31)) return static_cast<int>(cudaErrorInvalidValue);
+  uint8_t* a_img = static_cast<uint8_t*>(workspace);
+  uint8_t* b_img = a_img + P::a_img_bytes(g, max_m, k);
+  uint32_t* gate = reinterpret_cast<uint32_t*>(b_img + P::b_img_bytes(g, n, k));
+  P::prepare_kernel<<<static_cast<unsigned>(words), P::PREP_THREADS, 0, s>>>(
+      a8, as, b4, bs, masked_m, masked_m_is_64, max_m, n, k, static_cast<int>(nb_ctas), a_img, b_img, gate);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return static_cast<int>(e);
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles));
+  cfg.blockDim = dim3(P::THREADS);
+  cfg.dynamicSmemBytes = P::SMEM;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  e = cudaLaunchKernelEx(&cfg, P::prepared_gemm, static_cast<const uint8_t*>(a_img), static_cast<const uint8_t*>(b_img),
+                         static_cast<const uint32_t*>(gate), static_cast<int>(words), as, masked_m, masked_m_is_64, c,
+                         g, max_m, n, k);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  const Predecoded fallback{nullptr, nullptr, nullptr, nullptr, gate, static_cast<int>(words)};
+  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(
+      g * P::m_tiles(max_m) * (n / 128), s, a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, fallback);
+}
+
 // c[g, r] for r < clamp(masked_m[g], 0, max_m), zeros below (module comment). a_fp8 e4m3
 // [g, max_m, k]; a_scale fp32 [g, max_m, k/128]; b_fp4 [g, n, k/2]; b_scale fp32 [g, n, k/32];
 // masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
 // 16-byte aligned; tile bm x bn (token rows x weight rows): 128 x 64 or 128 x 128 (weights
-// decoded by a producer warpgroup), 32 x 64 (the wgmma tokens-as-N form), or 8 x 32 and 16 x 32
-// (the mma.sync tokens-as-N form); n % bn == 0, k % 128 == 0.
-// workspace: null, or (128 x 128 only) 16-byte aligned, of
-// lowbit_grouped_workspace_bytes(g, n, k) bytes, not in use by another call: the predecoded
-// form, a first pass writing B' there for the producer to copy (and the split tail's partial
-// sums). Returns a cudaError_t code.
+// decoded by a producer warpgroup), 128 x 256 (the prepared form), 32 x 64 (the wgmma
+// tokens-as-N form), or 8 x 32 and 16 x 32 (the mma.sync tokens-as-N form); n % bn == 0,
+// k % 128 == 0.
+// workspace: null, or (128 x 128 and 128 x 256 only) 16-byte aligned, of
+// lowbit_grouped_workspace_bytes(g, max_m, n, k, bm, bn) bytes, not in use by another call: at
+// 128 x 128 the predecoded form (a first pass writing B' there for the producer to copy, and the
+// split tail's partial sums), at 128 x 256 the prepared form's images and gate (needed).
+// Returns a cudaError_t code.
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
                                     int bm, int bn, void* workspace, void* stream) {
   if (g <= 0 || max_m <= 0) return 0;
-  const bool tile_ok = (bm == 128 && (bn == 128 || (bn == 64 && !workspace))) ||
+  const bool tile_ok = (bm == 128 && (bn == 128 || (bn == 64 && !workspace) || (bn == 256 && workspace))) ||
                        ((bm == SW_TN && bn == SW_ROWS) || sync_tile(bm, bn)) && !workspace;
   if (!tile_ok || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -1332,6 +1390,8 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
   if (bm == SW_TN)  // a CTA owns SW_ROWS weight rows and all token rows of a group
     return launch<grouped_swapped_kernel<SW_TN, SW_SPLIT>, SW_SPLIT * 128, SwSmem<SW_TN, SW_SPLIT>::BYTES>(
         static_cast<long long>(g) * (n / SW_ROWS), s, a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k);
+  if (bn == prepared::TN)
+    return launch_prepared(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, workspace, s);
   const long long tiles = g * m_tiles * (n / bn);
   if (workspace) {
     if (g > 65535) return static_cast<int>(cudaErrorInvalidValue);
@@ -1355,7 +1415,11 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
                                                                                masked_m_is_64, cc, g, max_m, n, k, none);
 }
 
-// Bytes of the predecoded form's workspace (predecoded_b_bytes above says what it holds).
-extern "C" long long lowbit_grouped_workspace_bytes(int g, int n, int k) {
+// Bytes of the workspace of the form on tiles bm x bn: the predecoded form (128 x 128;
+// predecoded_b_bytes above says what it holds) or the prepared form (128 x 256,
+// grouped_prepared.cuh); 0 for the forms without one.
+extern "C" long long lowbit_grouped_workspace_bytes(int g, int max_m, int n, int k, int bm, int bn) {
+  if (bm != 128 || (bn != 128 && bn != prepared::TN)) return 0;
+  if (bn == prepared::TN) return prepared::workspace_bytes(g, max_m, n, k);
   return predecoded_b_bytes(g, n, k) + whole_flag_bytes(g, n, k) + SPLIT_BYTES;
 }

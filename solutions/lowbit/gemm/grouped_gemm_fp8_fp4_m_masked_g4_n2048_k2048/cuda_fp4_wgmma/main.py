@@ -33,7 +33,8 @@ from .heuristics import tile_shape
 
 _HERE = Path(__file__).resolve().parent
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
-TILES = ((8, 32), (16, 32), (32, 64), (128, 64), (128, 128), (128, 128, "predecoded"))  # the kernel's instantiations
+TILES = ((8, 32), (16, 32), (32, 64), (128, 64), (128, 128), (128, 128, "predecoded"),
+         (128, 256, "prepared"))  # the kernel's instantiations
 
 
 class _Plan(NamedTuple):
@@ -46,7 +47,7 @@ class _Plan(NamedTuple):
     dev: int = 0
     bm: int = 128
     bn: int = 128
-    workspace_bytes: int = 0  # > 0: the predecoded form
+    workspace_bytes: int = 0  # > 0: the predecoded or the prepared form
 
 
 _PLANS = {}
@@ -57,14 +58,16 @@ def entry():
     """The built library (build.py) with its entries' argument types set:
     lowbit_grouped_wgmma(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m,
     n, k, bm, bn, workspace, stream) -> cudaError_t code, and
-    lowbit_grouped_workspace_bytes(g, n, k) -> the predecoded form's workspace size."""
+    lowbit_grouped_workspace_bytes(g, max_m, n, k, bm, bn) -> the workspace size of the predecoded
+    (128 x 128) or prepared (128 x 256) form."""
     global _ENTRY
     if _ENTRY is None:
-        lib = library(_HERE / "grouped_wgmma.cu", [_HERE / "hopper_ptx.cuh", _HERE / "wgmma_dense.cuh"])
+        lib = library(_HERE / "grouped_wgmma.cu",
+                      [_HERE / "hopper_ptx.cuh", _HERE / "wgmma_dense.cuh", _HERE / "grouped_prepared.cuh"])
         fn = lib.lowbit_grouped_wgmma
         fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p] * 2
         fn.restype = ctypes.c_int
-        lib.lowbit_grouped_workspace_bytes.argtypes = [ctypes.c_int] * 3
+        lib.lowbit_grouped_workspace_bytes.argtypes = [ctypes.c_int] * 6
         lib.lowbit_grouped_workspace_bytes.restype = ctypes.c_longlong
         _ENTRY = lib
     return _ENTRY
@@ -78,6 +81,8 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
                                           (DEF_G, DEF_N, DEF_K) if entry_point else None)
     if n % 128:
         raise ValueError(f"b_fp4: n (dimension 1) must be a multiple of 128, got {n}")
+    if tile is not None and n % tile[1]:
+        raise ValueError(f"tile: {tuple(tile)} needs n (b_fp4's dimension 1) a multiple of {tile[1]}, got {n}")
     dev = a_fp8.device
     if dev.type != "cuda" or torch.version.hip is not None or torch.cuda.get_device_capability(dev) != (9, 0):
         raise ValueError(f"a_fp8: expected a tensor on a Hopper GPU (sm_90a, compute capability 9.0), got {dev}")
@@ -87,7 +92,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
         return _Plan(True)
     rows = max_m if expected_m is None else min(max(int(expected_m), 1), max_m)
     bm, bn, *form = tile_shape(g, rows, n, max_m) if tile is None else tuple(tile)
-    ws = entry().lowbit_grouped_workspace_bytes(g, n, k) if form else 0
+    ws = entry().lowbit_grouped_workspace_bytes(g, max_m, n, k, bm, bn) if form else 0
     return _Plan(False, g, max_m, n, k, int(masked_m.dtype == torch.int64), dev.index, bm, bn, ws)
 
 

@@ -1,6 +1,7 @@
 // Hopper (sm_90a) building blocks the lowbit CUDA kernels share: shared-memory addresses and
-// permutes, wgmma fences and the K-major 128-byte-swizzle descriptor, mbarriers, cp.async,
-// 16-byte shared-memory moves and the f16 mma.sync. Copied byte-identically into each CUDA
+// permutes, wgmma fences and the K-major 128-byte-swizzle descriptor, mbarriers, bulk copies,
+// cp.async, register reallocation, programmatic dependent launch, 16-byte shared-memory moves
+// and the f16 mma.sync. Copied byte-identically into each CUDA
 // solution (solutions are packed self-contained); tests/test_copies.py fails when the copies drift.
 #pragma once
 #include <stdint.h>
@@ -61,6 +62,38 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 #endif
   } while (!done);
 }
+
+// mbarrier arrival that also expects `bytes` of asynchronous copies (bar: its shared address)
+__device__ __forceinline__ void expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// 1-D bulk copy global -> this CTA's shared memory, completing `bytes` on the mbarrier
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+// 1-D bulk copy this CTA's shared memory -> global, in this thread's bulk group; shared-memory
+// writes of the generic proxy must be fenced (fence_proxy_async) before it reads them
+__device__ __forceinline__ void bulk_s2g(void* dst, uint32_t src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes) : "memory");
+}
+// this thread's bulk copies committed and complete (their writes performed)
+__device__ __forceinline__ void bulk_commit_and_wait() {
+  asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+template <int R>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+template <int R>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+}
+// Programmatic dependent launch: the next kernel may start; this kernel's inputs are complete
+__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+__device__ __forceinline__ void wait_for_prerequisites() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");

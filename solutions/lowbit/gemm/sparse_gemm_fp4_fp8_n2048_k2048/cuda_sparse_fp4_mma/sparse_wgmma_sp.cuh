@@ -69,15 +69,6 @@ __device__ __forceinline__ uint32_t hadd2_u(uint32_t a, uint32_t b) {
   asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
-__device__ __forceinline__ void expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-// 1-D bulk copy global -> this CTA's shared memory, completing `bytes` on the mbarrier
-__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
 // A real (never executed) use of a metadata register set: ptxas must keep the registers
 // holding it unchanged until here (an empty asm would not: ptxas never sees it). never != 0
 // does not happen (it is m < 0); addr is any shared address.
@@ -85,14 +76,6 @@ __device__ __forceinline__ void hold(const uint4& v, uint32_t addr, uint32_t nev
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %5, 0;\n@p st.shared.v4.b32 [%4], {%0, %1, %2, %3};\n}\n" ::"r"(v.x), "r"(v.y),
                "r"(v.z), "r"(v.w), "r"(addr), "r"(never)
                : "memory");
-}
-template <int R>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
-}
-template <int R>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
 }
 __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {  // the low two bytes -> f16x2
   uint32_t r;
@@ -131,7 +114,7 @@ __global__ void __launch_bounds__(PREP_THREADS)
          int a_blocks) {
   __shared__ __align__(1024) uint8_t sa[64 * 128];
   __shared__ __align__(16) uint16_t sm[64 * 4 * 2];
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // sp_gemm may start its prologue
+  launch_dependents();  // sp_gemm may start its prologue
   const int KT = k / 128, t = threadIdx.x;
   if (static_cast<int>(blockIdx.x) < a_blocks) {
     const int mb = blockIdx.x / KT, ks = blockIdx.x % KT;
@@ -237,7 +220,7 @@ __global__ void __launch_bounds__(384, 1)
   if (wg == 0) {
     setmaxnreg_dec<40>();
     if (tid == 0) {
-      asm volatile("griddepcontrol.wait;\n" ::: "memory");  // prep's writes complete and visible
+      wait_for_prerequisites();  // prep's writes complete and visible
       int s = 0;
       uint32_t ph = 0;
       for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
