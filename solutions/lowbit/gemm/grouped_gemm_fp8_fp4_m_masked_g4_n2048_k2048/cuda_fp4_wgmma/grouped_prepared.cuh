@@ -3,7 +3,7 @@
 // inside its namespace, after the decode helpers it shares (e2m1x8_to_f16x2x4, f16_pow2,
 // e4m3x2_to_f16x2, clamp_rows and the whole fold's exponent range).
 //
-// Three launches a call, each stream-ordered after the one before:
+// Three launches a call, each a programmatic dependent of the one before:
 //   prepare_kernel  A e4m3 -> fp16 (exact; a 128-K block whose a_scale is 0 as A x 0, which keeps
 //                   NaN) and B' = E2M1 code x its per-32 scale in fp16 (the whole fold: exact for
 //                   scales 2^-23 .. 2^13), each written as the swizzled 64-K stage images the GEMM
@@ -13,8 +13,9 @@
 //                   of 128 token rows x 256 weight rows, warpgroup 0's one thread issuing two 1-D
 //                   bulk copies a 64-K stage into a ring 4 deep, warpgroups 1 and 2 each multiplying
 //                   64 token rows by the 256 weight rows, 4 x wgmma m64n256k16 a stage
-//   the producer form (grouped_wgmma_kernel<128, false>) when a gate word is set, else it returns
-//                   at once: exact for any scale
+//   the producer form (grouped_wgmma_kernel<128, false>, a programmatic dependent of prepared_gemm,
+//                   started once prepared_gemm's CTAs have read the gate) when a gate word is set,
+//                   else it returns at once: exact for any scale
 //
 // One accumulator set (128 fp32 a thread, where promoting a block sum into a second set would
 // need 256): after 128-K block kb the accumulators hold sum_{j <= kb} (s_j / s_kb) T_j, s the
@@ -186,7 +187,9 @@ __global__ void __launch_bounds__(THREADS, 1)
   __shared__ int4 s_tile;
   const int tid = threadIdx.x, wg = tid >> 7;
   wait_for_prerequisites();  // prepare_kernel's images and gate complete and visible
-  if (gate_set(gate, gate_count, tid, THREADS)) return;  // the producer form after this kernel computes c
+  const bool fallback = gate_set(gate, gate_count, tid, THREADS);
+  launch_dependents();  // the producer form may start: it reads the gate, complete by now
+  if (fallback) return;  // the producer form computes c
   const int NB = n / TN, KS = k / 64, KB = k / 128, MT = static_cast<int>(m_tiles(max_m));
   if (tid == 0) {
     s_tile = tile_of(blockIdx.x, masked_m, masked_m_is_64, groups, max_m, NB);

@@ -357,7 +357,12 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint64_t* empty = full + STAGES;
 
   const int tid = threadIdx.x;
-  if (pre.gate && !prepared::gate_set(pre.gate, pre.gate_words, tid, THREADS)) return;
+  if (pre.gate) {  // the prepared form's fallback, a programmatic dependent of prepared_gemm
+    const bool needed = prepared::gate_set(pre.gate, pre.gate_words, tid, THREADS);
+    // prepared_gemm's end (it computed c, or returned at once): this grid never ends before it
+    wait_for_prerequisites();
+    if (!needed) return;
+  }
   const int wg = tid >> 7;
   const int tiles_n = n / BN;
   const int tiles_mn = ((max_m + BM - 1) / BM) * tiles_n;
@@ -1264,14 +1269,33 @@ cudaError_t configure(int& sms) {
   return cudaSuccess;
 }
 
-// One persistent CTA an SM over `tiles` tiles.
+// KERNEL on grid x THREADS_, a programmatic dependent of the kernel before it in the stream
+// (it may start before that one ends: it must call wait_for_prerequisites before relying on it).
 template <auto KERNEL, int THREADS_, int SMEM_BYTES, typename... Args>
-int launch(long long tiles, cudaStream_t stream, Args... args) {
+cudaError_t launch_dependent(unsigned grid, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(THREADS_);
+  cfg.dynamicSmemBytes = SMEM_BYTES;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, KERNEL, args...);
+}
+
+// One persistent CTA an SM over `tiles` tiles (a programmatic dependent of the kernel before it
+// where `dependent`).
+template <auto KERNEL, int THREADS_, int SMEM_BYTES, typename... Args>
+int launch(long long tiles, cudaStream_t stream, bool dependent, Args... args) {
   int sms = 0;
   const cudaError_t e = configure<KERNEL, SMEM_BYTES>(sms);
   if (e != cudaSuccess) return static_cast<int>(e);
   if (tiles >= (1LL << 30)) return static_cast<int>(cudaErrorInvalidValue);  // tile + gridDim.x stays an int
-  dim3 grid(static_cast<unsigned>(tiles < sms ? tiles : sms));
+  const unsigned grid = static_cast<unsigned>(tiles < sms ? tiles : sms);
+  if (dependent) return static_cast<int>(launch_dependent<KERNEL, THREADS_, SMEM_BYTES>(grid, stream, args...));
   KERNEL<<<grid, THREADS_, SMEM_BYTES, stream>>>(args...);
   return static_cast<int>(cudaGetLastError());
 }
@@ -1337,23 +1361,15 @@ int launch_prepared(const uint8_t* a8, const float* as, const uint8_t* b4, const
       a8, as, b4, bs, masked_m, masked_m_is_64, max_m, n, k, static_cast<int>(nb_ctas), a_img, b_img, gate);
   e = cudaGetLastError();
   if (e != cudaSuccess) return static_cast<int>(e);
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.gridDim = dim3(static_cast<unsigned>(tiles));
-  cfg.blockDim = dim3(P::THREADS);
-  cfg.dynamicSmemBytes = P::SMEM;
-  cfg.stream = s;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  e = cudaLaunchKernelEx(&cfg, P::prepared_gemm, static_cast<const uint8_t*>(a_img), static_cast<const uint8_t*>(b_img),
-                         static_cast<const uint32_t*>(gate), static_cast<int>(words), as, masked_m, masked_m_is_64, c,
-                         g, max_m, n, k);
+  e = launch_dependent<P::prepared_gemm, P::THREADS, P::SMEM>(
+      static_cast<unsigned>(tiles), s, static_cast<const uint8_t*>(a_img), static_cast<const uint8_t*>(b_img),
+      static_cast<const uint32_t*>(gate), static_cast<int>(words), as, masked_m, masked_m_is_64, c, g, max_m, n, k);
   if (e != cudaSuccess) return static_cast<int>(e);
+  // the fallback is scheduled once prepared_gemm's CTAs have read the gate (they then allow it), so
+  // that with the gate clear its launch overlaps prepared_gemm and its CTAs return as that ends
   const Predecoded fallback{nullptr, nullptr, nullptr, nullptr, gate, static_cast<int>(words)};
   return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(
-      g * P::m_tiles(max_m) * (n / 128), s, a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, fallback);
+      g * P::m_tiles(max_m) * (n / 128), s, true, a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, fallback);
 }
 
 // c[g, r] for r < clamp(masked_m[g], 0, max_m), zeros below (module comment). a_fp8 e4m3
@@ -1389,7 +1405,7 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
     return launch_sync<2, 2>(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, s);
   if (bm == SW_TN)  // a CTA owns SW_ROWS weight rows and all token rows of a group
     return launch<grouped_swapped_kernel<SW_TN, SW_SPLIT>, SW_SPLIT * 128, SwSmem<SW_TN, SW_SPLIT>::BYTES>(
-        static_cast<long long>(g) * (n / SW_ROWS), s, a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k);
+        static_cast<long long>(g) * (n / SW_ROWS), s, false, a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k);
   if (bn == prepared::TN)
     return launch_prepared(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, workspace, s);
   const long long tiles = g * m_tiles * (n / bn);
@@ -1404,14 +1420,14 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return static_cast<int>(e);
     const Predecoded pre{b_pre, whole, partial, done};
-    return launch<grouped_wgmma_kernel<128, true>, THREADS, Smem<128>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
+    return launch<grouped_wgmma_kernel<128, true>, THREADS, Smem<128>::BYTES>(tiles, s, false, a8, as, b4, bs, masked_m,
                                                                                 masked_m_is_64, cc, g, max_m, n, k, pre);
   }
   const Predecoded none{nullptr, nullptr, nullptr, nullptr};
   if (bn == 64)
-    return launch<grouped_wgmma_kernel<64, false>, THREADS, Smem<64>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
+    return launch<grouped_wgmma_kernel<64, false>, THREADS, Smem<64>::BYTES>(tiles, s, false, a8, as, b4, bs, masked_m,
                                                                               masked_m_is_64, cc, g, max_m, n, k, none);
-  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(tiles, s, a8, as, b4, bs, masked_m,
+  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(tiles, s, false, a8, as, b4, bs, masked_m,
                                                                                masked_m_is_64, cc, g, max_m, n, k, none);
 }
 
