@@ -1,5 +1,5 @@
 """Checks and times each path of the sparse CUDA solution (cuda_sparse_fp4_mma), forced, at
-each m, for choosing heuristics.RULES: the output against the float64 oracle (B over e4m3's
+each m (and the few-rows kernel's tile where the rules choose it), for choosing heuristics.RULES: the output against the float64 oracle (B over e4m3's
 full range, random meta bytes), then the GPU time (CUDA-graph replay median, cold L2) and a
 host-inclusive mean (back-to-back calls, as FlashInfer-Bench times them), beside cuBLAS's dense
 fp16 GEMM on pre-decoded operands. On a Hopper GPU host:
@@ -37,7 +37,7 @@ def main():
         t_cublas = time_call(lambda x, y: torch.mm(x, y.t()), [a16, b16], l2_bytes=L2).median_us
         del a16, b16
         chosen = heur.choose(m, N)
-        for path in heur.PATHS:
+        for path in (*heur.PATHS, *(() if chosen in heur.PATHS else (chosen,))):  # the few-rows tile where chosen
             c = nan_output((m, N), "cuda")
             mod.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c, tile=path)
             torch.cuda.synchronize()

@@ -5,7 +5,8 @@ CTA (the tokens split over blockIdx.y so that every round of them has its own CT
 one launch writing A and B dense in bf16, then one cuBLAS GEMM. "wgmma_sp_128" / "wgmma_sp_256"
 are the sparse tensor cores (sparse_wgmma_sp.cuh: a prep launch, then the sparse-MMA kernel on
 128 or 256 tokens x 128 weight rows a tile; n a multiple of 128). H200 figures in
-docs/kernels/sparse_gemm.md.
+docs/kernels/sparse_gemm.md; the rules' own from tools/time_sparse_paths.py (2026-12-04 for
+the 256-row rule).
 """
 
 TILES = ((1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (2, 8), (4, 1), (4, 2), (4, 4))  # the kernel's instantiations
@@ -16,8 +17,9 @@ PATHS = ("dense", *SPARSE_MMA)
 RULES = (
     (16, (1, 2), "128 CTAs of 16 B rows: B's 4 MiB streams through every SM, the tokens cost little"),
     (128, (4, 2), "64 B rows and 16 tokens a CTA: a token's decode is repeated once per 64 B rows, not 16"),
-    (256, (4, 2), "one launch: the sparse MMAs' two launches are a little faster on the GPU (15.9 against "
-                  "17.9 us at 256 rows) but add ~15 us of host time"),
+    (256, (4, 2), "one launch: the sparse MMAs' two launches are a little faster on the GPU (16.0 against "
+                  "17.6 us at 256 rows, 16.0 against 14.8 at 192) but add ~10 us of host time (56.6 against "
+                  "45.9 us host-inclusive at 256)"),
     (None, "sparse_mma", "the sparse tensor cores: ahead of cuBLAS on dense bf16 operands from 512 rows "
                          "(18.6 against 20.6 us at 1024, 96.4 against 108.5 at 8192), level at 257-512 on the "
                          "GPU and ~100 us less host time (one C call, no cuBLAS call)"),
