@@ -3,7 +3,7 @@
 // inside its namespace, after the decode helpers it shares (e2m1x8_to_f16x2x4, f16_pow2,
 // e4m3x2_to_f16x2, clamp_rows and the whole fold's exponent range).
 //
-// Three launches a call, each a programmatic dependent of the one before:
+// Three launches a call, the second and third programmatic dependents of the one before:
 //   prepare_kernel  A e4m3 -> fp16 (exact; a 128-K block whose a_scale is 0 as A x 0, which keeps
 //                   NaN) and B' = E2M1 code x its per-32 scale in fp16 (the whole fold: exact for
 //                   scales 2^-23 .. 2^13), each written as the swizzled 64-K stage images the GEMM
@@ -20,8 +20,8 @@
 // One accumulator set (128 fp32 a thread, where promoting a block sum into a second set would
 // need 256): after 128-K block kb the accumulators hold sum_{j <= kb} (s_j / s_kb) T_j, s the
 // token row's a_scale and T_j block j's MMA sums, so they are multiplied by s_kb / s_kb+1 before
-// block kb + 1 and by s_last at the end: c = sum_j s_j T_j, rounded once a block in fp32 like
-// the reference's sum. Scales within 2^-45 .. 2^45 keep every ratio within 2^90 and the sums far
+// block kb + 1 and by s_last at the end: c = sum_j s_j T_j, with two fp32 roundings a block (the
+// ratio and the product) where a promoted block sum has one. Scales within 2^-45 .. 2^45 keep every ratio within 2^90 and the sums far
 // from fp32's range (|T_j| < 2^32). A zero a_scale takes the scale of the block before (its
 // block's A is 0, so T_j = 0 and any factor is exact).
 //
