@@ -60,3 +60,9 @@ def test_a_tile_the_kernel_lacks_is_named(tile):
     a, a_s, b, b_s, mm, _, c = inputs()
     with pytest.raises(ValueError, match="tile"):
         main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm, c, tile=tile)
+
+
+def test_the_prepared_tile_needs_n_a_multiple_of_256():
+    a, a_s, b, b_s, mm, _, c = inputs(n=384)
+    with pytest.raises(ValueError, match=r"tile: \(128, 256, 'prepared'\) needs n .* multiple of 256, got 384"):
+        main.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm, c, tile=(128, 256, "prepared"))
