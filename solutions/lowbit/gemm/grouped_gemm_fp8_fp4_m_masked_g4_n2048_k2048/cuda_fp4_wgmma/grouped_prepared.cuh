@@ -21,9 +21,9 @@
 // need 256): after 128-K block kb the accumulators hold sum_{j <= kb} (s_j / s_kb) T_j, s the
 // token row's a_scale and T_j block j's MMA sums, so they are multiplied by s_kb / s_kb+1 before
 // block kb + 1 and by s_last at the end: c = sum_j s_j T_j, with two fp32 roundings a block (the
-// ratio and the product) where a promoted block sum has one. Scales within 2^-45 .. 2^45 keep every ratio within 2^90 and the sums far
-// from fp32's range (|T_j| < 2^32). A zero a_scale takes the scale of the block before (its
-// block's A is 0, so T_j = 0 and any factor is exact).
+// ratio and the product) where a promoted block sum has one. Scales within 2^-45 .. 2^45 keep
+// every ratio within 2^90 and the sums far from fp32's range (|T_j| < 2^32). A zero a_scale
+// takes the scale of the block before (its block's A is 0, so T_j = 0 and any factor is exact).
 //
 // Workspace (16-byte aligned; KS = k / 64 stages, MT = ceil(max_m / 128)), in this order:
 //   a_img [g][MT][KS][128 rows][128 B]  only the m-tiles holding rows; rows past masked_m zero
