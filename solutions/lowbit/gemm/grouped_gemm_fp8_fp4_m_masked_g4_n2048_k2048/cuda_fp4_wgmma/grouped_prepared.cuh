@@ -1,7 +1,7 @@
 // The prepared form, for groups of many token rows: both operands converted to fp16 once a call,
 // then multiplied on wgmma with both in shared memory. Included by grouped_wgmma.cu
-// inside its namespace, after the decode helpers it shares (e2m1x8_to_f16x2x4, f16_pow2,
-// e4m3x2_to_f16x2, clamp_rows and the whole fold's exponent range).
+// inside its namespace, after the decode helpers it shares (e2m1x8_to_f16x2x4, whole_factor,
+// e4m3x2_to_f16x2, clamp_rows).
 //
 // Three launches a call, the second and third programmatic dependents of the one before:
 //   prepare_kernel  A e4m3 -> fp16 (exact; a 128-K block whose a_scale is 0 as A x 0, which keeps
@@ -93,10 +93,9 @@ __global__ void __launch_bounds__(PREP_THREADS)
       bytes = 128 * 128;
 #pragma unroll
       for (int st = 0; st < 2; ++st) {
-        const int e = static_cast<int>((sb[st] >> 23) & 0xffu);
-        const bool ok = (sb[st] & 0x807fffffu) == 0u && e >= WHOLE_E_MIN && e <= WHOLE_E_MAX;  // fold_row's whole
+        bool ok;
+        const uint32_t f = whole_factor(sb[st], ok), f2 = f | (f << 16);
         bad = bad || !ok;
-        const uint32_t f = f16_pow2(ok ? e - 127 : 0), f2 = f | (f << 16);
         const uint32_t w[4] = {q[st].x, q[st].y, q[st].z, q[st].w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // word i: K 8 i .. 8 i + 7 of the half, chunk 4 h + i

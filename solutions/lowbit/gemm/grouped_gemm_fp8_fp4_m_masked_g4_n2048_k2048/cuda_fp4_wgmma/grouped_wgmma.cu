@@ -170,6 +170,15 @@ __device__ __forceinline__ uint32_t f16_pow2(int d) {
   return d >= -14 ? static_cast<uint32_t>(d + 15) << 10 : 1u << (d + 24 < 0 ? 0 : d + 24);
 }
 
+// One per-32 scale (fp32 bits) on the whole fold, as fold_row's whole mode takes a row's four:
+// ok where it is a positive power of two in [2^-23, 2^13]; the fp16 bits of the scale, or of 1.0
+// where it is not (the first passes' decode then writes the bare codes).
+__device__ __forceinline__ uint32_t whole_factor(uint32_t bits, bool& ok) {
+  const int e = static_cast<int>((bits >> 23) & 0xffu);
+  ok = (bits & 0x807fffffu) == 0u && e >= WHOLE_E_MIN && e <= WHOLE_E_MAX;
+  return f16_pow2(ok ? e - 127 : 0);
+}
+
 __device__ __forceinline__ Fold fold_row(const uint4& sc) {
   const uint32_t bits[4] = {sc.x, sc.y, sc.z, sc.w};
   bool pow2 = true;
@@ -306,10 +315,9 @@ __global__ void __launch_bounds__(PREDECODE_THREADS)
     q = __ldg(reinterpret_cast<const uint4*>(b_fp4 + row * (k / 2) + kb * 64 + s * 16));
     bits = __float_as_uint(__ldg(b_scale + row * (k / 32) + kb * 4 + s));
   }
-  const int e = static_cast<int>((bits >> 23) & 0xffu);
-  const bool ok = (bits & 0x807fffffu) == 0u && e >= WHOLE_E_MIN && e <= WHOLE_E_MAX;  // fold_row's whole
+  bool ok;
+  const uint32_t f = whole_factor(bits, ok);
   if (in && !ok) not_whole[h] = 1;
-  const uint32_t f = f16_pow2(ok ? e - 127 : 0);
   const uint32_t w[4] = {q.x, q.y, q.z, q.w};
   uint32_t dec[4][4];
 #pragma unroll
