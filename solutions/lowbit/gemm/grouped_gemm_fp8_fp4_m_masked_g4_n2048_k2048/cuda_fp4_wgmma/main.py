@@ -2,9 +2,11 @@
 Hopper's tensor cores with f16 operands and fp32 accumulation, exact (grouped_wgmma.cu says why
 and how): for groups of few rows the weights decoded from FP4 straight into the MMA's register
 operand (tokens-as-N forms, on mma.sync up to 16 rows and on wgmma up to 32), else into shared
-memory by a producer warpgroup under the wgmmas (one launch each); for many rows a first pass
-decodes every weight once into a workspace, and the producer copies it in (predecoded form, two
-launches).
+memory by a producer warpgroup under the wgmmas (one launch each); for groups of more than 256
+rows a first pass converts both operands to fp16 stage images in a workspace, which the GEMM
+copies in whole (prepared form, three launches: the last, the producer form, runs only where a
+scale needs it), or, where n is no multiple of 256, decodes every weight once for the producer
+to copy in (predecoded form, two launches).
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
@@ -17,7 +19,7 @@ Entry points:
 
 Needs a Hopper GPU (sm_90a). masked_m is read on the device, never synchronised. Nothing is
 kept across calls but the plan of a shape and the compiled library (build.py builds it on
-first use); the predecoded form's workspace is allocated per call.
+first use); the predecoded and prepared forms' workspace is allocated per call.
 """
 
 import ctypes
