@@ -137,10 +137,11 @@ def test_k_that_is_no_multiple_of_512(name, k):
 
 
 # the CUDA kernel's every tile, forced past the heuristic: each must be exact wherever a wrong hint
-# could send it (edges of masked_m, groups of more rows than the tokens-as-N form's 32, every fold mode)
-TILE_CASE_IDS = ("rows_1_63_65_128", "max_m_65_full", "odd_max_m_41", "out_of_range", "max_m_512_full",
-                 "max_m_1024_three_quarters", "max_m_4096_many_rows", "outlier_channels_large", "wide_b_scale",
-                 "subnormal_fold", "a_scale_spread", "a_scale_beyond_rescale")
+# could send it (edges of masked_m, groups of more rows than the tokens-as-N form's 32, every fold mode,
+# the rows past masked_m however many: none, most of a 4096-row bucket, all)
+TILE_CASE_IDS = ("rows_1_63_65_128", "max_m_65_full", "odd_max_m_41", "out_of_range", "all_empty", "max_m_512_full",
+                 "max_m_1024_three_quarters", "max_m_4096_few_rows", "max_m_4096_many_rows", "outlier_channels_large",
+                 "wide_b_scale", "subnormal_fold", "a_scale_spread", "a_scale_beyond_rescale")
 CUDA_KERNEL = [p for p in SOLUTIONS if p.values[0] == "cuda_fp4_wgmma"]
 CUDA_TILES = load_solution(DEF, OWN_AUTHOR, "cuda_fp4_wgmma").TILES  # every tile the kernel instantiates
 
