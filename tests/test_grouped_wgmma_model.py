@@ -9,10 +9,9 @@ memory. This ports those pieces bit for bit (tables and constants read from the 
 checks: the decode on every byte, each mode's fold against the definition's dequantisation, that
 the raw ring's copies and decode reads meet at the same chunks without bank conflicts, that the
 producer's stores land where the MMA's descriptor reads the logical K the consumers' A fragments
-hold, and whole stages of one warp, in each promotion path, against the definition's sum; for
+hold, and whole stages of one warp, in each promotion path, against the definition's sum; and, for
 the mma.sync tokens-as-N form, one warp's block from its loads through the fragments and both
-promotions against the definition's sum; and that the wgmma tokens-as-N form's bulk copies of zeros
-cover the rows past masked_m exactly once.
+promotions against the definition's sum.
 """
 
 import re
@@ -419,40 +418,32 @@ def test_unfolded_stage_is_the_definitions_sum():
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
 
 
-# ---- the persistent walk: tiles with rows first, spread evenly over the CTAs ----
+# ---- the persistent walk: the tiles with rows, spread evenly over the CTAs ----
 SCHED_GROUPS = const("SCHED_GROUPS")
 
 
 def tile_list(masked_m, max_m: int, n: int, bn: int, bm: int = 128):
-    """tile_of for every tile index, ported from the kernel (thread 0's counts, then the scan)."""
+    """tile_of for every tile index the walk hands out, ported from the kernel (thread 0's
+    counts, then the scan): the tiles with rows where the groups are listed, else every tile in
+    the plain order."""
     groups, tiles_n, m_tiles = len(masked_m), n // bn, -(-max_m // bm)
     total = groups * m_tiles * tiles_n
     if groups > SCHED_GROUPS:  # the plain order
         return [(t // (m_tiles * tiles_n), (t % (m_tiles * tiles_n)) // tiles_n * bm, t % tiles_n * bn)
                 for t in range(total)]
     rows = [min(max(int(v), 0), max_m) for v in masked_m]
-    busy_pre, zero_pre, busy, zero = [], [], 0, 0
+    busy_pre, busy = [], 0
     for r in rows:
         busy_pre.append(busy)
-        zero_pre.append(zero)
         busy += -(-r // bm) * tiles_n
-        zero += (m_tiles - -(-r // bm)) * tiles_n
     busy_pre.append(busy)
-    zero_pre.append(zero)
     out = []
-    for tile in range(total):
-        grp, first = 0, 0
-        if tile < busy:
-            while busy_pre[grp + 1] <= tile:
-                grp += 1
-            j = tile - busy_pre[grp]
-        else:
-            z = tile - busy
-            while zero_pre[grp + 1] <= z:
-                grp += 1
-            j = z - zero_pre[grp]
-            first = -(-rows[grp] // bm)
-        out.append((grp, (first + j // tiles_n) * bm, j % tiles_n * bn))
+    for tile in range(busy):
+        grp = 0
+        while busy_pre[grp + 1] <= tile:
+            grp += 1
+        j = tile - busy_pre[grp]
+        out.append((grp, j // tiles_n * bm, j % tiles_n * bn))
     return out
 
 
@@ -462,26 +453,30 @@ def tile_list(masked_m, max_m: int, n: int, bn: int, bm: int = 128):
     ([(37 * i) % 300 for i in range(SCHED_GROUPS)], 256, 64),  # exactly SCHED_GROUPS groups: still listed
     (list(range(0, 70 * 37, 37)), 2048, 128),  # 70 groups: more than SCHED_GROUPS, the plain order
 ])
-def test_walk_hands_out_busy_tiles_first_and_evenly(masked_m, max_m, bn):
+def test_walk_hands_out_busy_tiles_evenly(masked_m, max_m, bn):
     n, sms = 2048, 132
     tiles = tile_list(masked_m, max_m, n, bn)
     m_tiles = -(-max_m // 128)
-    everything = {(g, m * 128, c * bn) for g in range(len(masked_m)) for m in range(m_tiles) for c in range(n // bn)}
-    assert len(tiles) == len(everything) and set(tiles) == everything
     rows = [min(max(v, 0), max_m) for v in masked_m]
-    holds = [m0 < rows[g] for g, m0, _ in tiles]
-    if len(masked_m) <= SCHED_GROUPS:
-        busy = sum(holds)
-        assert all(holds[:busy]) and not any(holds[busy:])
-        grid = min(len(tiles), sms)
-        per_cta = [sum(holds[c::grid]) for c in range(grid)]
-        assert max(per_cta) - min(per_cta) <= 1
+    everything = {(g, m * 128, c * bn) for g in range(len(masked_m)) for m in range(m_tiles) for c in range(n // bn)}
+    if len(masked_m) > SCHED_GROUPS:  # every tile, the consumers storing the zero ones
+        assert len(tiles) == len(everything) and set(tiles) == everything
+        return
+    busy = {t for t in everything if t[1] < rows[t[0]]}
+    assert len(tiles) == len(busy) and set(tiles) == busy  # the rest is zero_rows_async's
+    grid = min(len(everything), sms)
+    per_cta = [len(tiles[c::grid]) for c in range(grid)]
+    assert max(per_cta) - min(per_cta) <= 1
 
 
-def zero_rows_async(rows, max_m: int, n: int, worker: int, workers: int, zero_bytes: int):
-    """The bulk copies (byte offset into c, bytes) of one CTA's zero_rows_async, ported."""
+def zero_rows_async(rows, max_m: int, n: int, worker: int, workers: int, piece: int, pieces: int, zero_bytes: int):
+    """The bulk copies (byte offset into c, bytes) of one piece of a CTA's share (zero_share,
+    zero_piece_of, zero_rows_async), ported."""
     total = sum(max_m - r for r in rows)
-    r0, r1 = total * worker // workers, total * (worker + 1) // workers
+    s0, s1 = total * worker // workers, total * (worker + 1) // workers
+    shift = pieces.bit_length() - 1
+    assert 1 << shift == pieces
+    r0, r1 = s0 + (((s1 - s0) * piece) >> shift), s0 + (((s1 - s0) * (piece + 1)) >> shift)
     row_bytes, first, out = 2 * n, 0, []
     for gi, r in enumerate(rows):
         if first >= r1:
@@ -497,34 +492,36 @@ def zero_rows_async(rows, max_m: int, n: int, worker: int, workers: int, zero_by
 
 
 ZERO_SRC = [
-    "const long long r0 = total * worker / workers, r1 = total * (worker + 1) / workers;",
-    "const long long lo = max(r0, first), hi = min(r1, first + (max_m - rows));",
+    "return make_longlong2(total * worker / workers, total * (worker + 1) / workers);",
+    "return make_longlong2(share.x + ((len * p) >> SHIFT), share.x + ((len * (p + 1)) >> SHIFT));",
+    "const long long lo = max(r.x, first), hi = min(r.y, first + (max_m - rows));",
     "uint8_t* dst = reinterpret_cast<uint8_t*>(c) + (static_cast<long long>(gi) * max_m + rows + (lo - first)) * row_bytes;",
     "for (long long left = (hi - lo) * row_bytes; left > 0; left -= zero_bytes, dst += zero_bytes)",
     "bulk_s2g(dst, zeros, static_cast<uint32_t>(left < zero_bytes ? left : zero_bytes));",
-    "blockIdx.x, gridDim.x, base + S::OFF_ZERO, S::ZERO_BYTES);",
-    "static constexpr int ZERO_BYTES = 32 * 1024;",
+    "if (zeroing && zero_piece < ZERO_PIECES && zero_piece * ns <= it * ZERO_PIECES) zero_next();",
+    "while (zero_piece < ZERO_PIECES) zero_next();",
 ]
 
 
 @pytest.mark.parametrize("masked_m, max_m, n", [
     ([20, 14, 26, 23], 4096, 2048), ([141, 248, 152, 150], 4096, 2048), ([0] * 4, 256, 2048),
     ([512] * 4, 512, 2048), ([-7, 300, 0, 100], 256, 2048), ([1, 1, 0, 1], 1, 2048), ([41, 17, -1, 30], 41, 128),
-    ([(37 * i) % 300 for i in range(70)], 256, 64),
+    ([(37 * i) % 300 for i in range(SCHED_GROUPS)], 256, 64),
 ])
-@pytest.mark.parametrize("workers", [128, 132, 7, 1])
-def test_zero_rows_async_writes_every_row_past_masked_m_once(masked_m, max_m, n, workers):
-    """The tokens-as-N form's CTAs together write each byte of rows [rows_g, max_m) of every group
-    exactly once and nothing else, in bulk copies of at most the zero buffer, 16-byte aligned and sized."""
+@pytest.mark.parametrize("workers, pieces", [(132, 8), (128, 1), (1, 8), (7, 4)])
+def test_zero_rows_async_writes_every_row_past_masked_m_once(masked_m, max_m, n, workers, pieces):
+    """Every CTA's pieces together write each byte of rows [rows_g, max_m) of every group exactly
+    once and nothing else, in bulk copies of at most the zero buffer, 16-byte aligned and sized."""
     for line in ZERO_SRC:
         assert line in SRC, line
     rows = [min(max(v, 0), max_m) for v in masked_m]
-    zero_bytes = 32 * 1024
+    zero_bytes = 8 * 1024
     hits = np.zeros(len(rows) * max_m * n * 2 // 16, dtype=np.int32)  # 16-byte units of c
     for w in range(workers):
-        for dst, size in zero_rows_async(rows, max_m, n, w, workers, zero_bytes):
-            assert dst % 16 == 0 and size % 16 == 0 and 0 < size <= zero_bytes
-            hits[dst // 16:(dst + size) // 16] += 1
+        for p in range(pieces):
+            for dst, size in zero_rows_async(rows, max_m, n, w, workers, p, pieces, zero_bytes):
+                assert dst % 16 == 0 and size % 16 == 0 and 0 < size <= zero_bytes
+                hits[dst // 16:(dst + size) // 16] += 1
     want = np.zeros_like(hits)
     for g, r in enumerate(rows):
         want[(g * max_m + r) * n * 2 // 16:(g + 1) * max_m * n * 2 // 16] = 1
@@ -539,17 +536,15 @@ WALK_SRC = [
     "const int whole_tiles = run ? busy - busy % G : busy;",
     "const int u0 = min(bx * run, tail_units), u1 = min(u0 + run, tail_units);",
     "const int n_seg = u0 == u1 ? 0 : ((u1 - 1) / KT != u0 / KT ? 2 : 1);",
-    "const int z_first = ((bx - busy % G) % G + G) % G;",
     "s_walk[0] = bx < whole_tiles ? (whole_tiles - bx + G - 1) / G : 0;",
-    "s_walk[3] = z_first < total - busy ? (total - busy - z_first + G - 1) / G : 0;",
     "const int u = w == 0 ? u0 : (u0 / KT + 1) * KT, tt = u / KT, end = min(u1, (tt + 1) * KT);",
     "seg[3] = u % KT ? PARTIAL : OWNER;",
-    "const int last = ((item.tile - s_walk[4] + 1) * KT - 1) / s_walk[5];",
+    "const int last = ((item.tile - s_walk[2] + 1) * KT - 1) / s_walk[3];",
     "for (int j = blockIdx.x + 1; j <= last; ++j)",
 ]
 
 
-def walk(busy: int, total: int, grid: int, kt: int, pre: bool = True):
+def walk(busy: int, grid: int, kt: int, pre: bool = True):
     """Each CTA's work items (list index, first stage, end stage, role), ported from thread 0's
     walk and item_of; and the split tail's run (0: none)."""
     run = 0
@@ -568,26 +563,24 @@ def walk(busy: int, total: int, grid: int, kt: int, pre: bool = True):
             end = min(u1, (tt + 1) * kt)
             mine.append((whole + tt, u - tt * kt, end - tt * kt, "partial" if u % kt else "owner"))
             u = end
-        z_first = (bx - busy % grid) % grid
-        mine += [(busy + z, 0, kt, "whole") for z in range(z_first, total - busy, grid)]
         items.append(mine)
     return items, run, whole
 
 
-@pytest.mark.parametrize("busy, total, grid", [
-    (416, 448, 132), (800, 800, 132), (464, 512, 132), (400, 512, 132), (48, 128, 128), (256, 256, 132),
-    (133, 140, 132), (131, 140, 132), (1, 512, 132), (264, 300, 132), (7, 7, 7), (5000, 5000, 132), (300, 300, 160),
+@pytest.mark.parametrize("busy, grid", [
+    (416, 132), (800, 132), (464, 132), (400, 132), (48, 128), (256, 132),
+    (133, 132), (131, 132), (1, 132), (264, 132), (7, 7), (5000, 132), (300, 160),
 ])
 @pytest.mark.parametrize("kt", [16, 5, 1])
-def test_split_tail_covers_every_stage_once(busy, total, grid, kt):
-    """The predecoded form's walk: every stage of every busy tile is computed by exactly one CTA
-    and every zero tile stored by one; whole tiles round-robin as before; a split tile has one
+def test_split_tail_covers_every_stage_once(busy, grid, kt):
+    """The predecoded form's walk: every stage of every busy tile is computed by exactly one CTA;
+    whole tiles round-robin; a split tile has one
     owner (the segment of its stage 0), at most SPLIT_MAX parts, and exactly CTAs owner + 1 ..
     last (the kernel's formula) hold its other segments, each a partial; a CTA holds at most one
     partial (its workspace slot), first in its run, and an owner segment last."""
     for line in WALK_SRC:
         assert line in SRC, line
-    items, run, whole = walk(busy, total, grid, kt)
+    items, run, whole = walk(busy, grid, kt)
     assert run < kt
     stages = {}
     for bx, mine in enumerate(items):
@@ -601,7 +594,7 @@ def test_split_tail_covers_every_stage_once(busy, total, grid, kt):
         assert len(parts) <= 1 and len(owners) <= 1
         if parts and owners:
             assert parts[0] < owners[0]
-    assert set(stages) == {(t, st) for t in range(busy) for st in range(kt)} | {(t, st) for t in range(busy, total) for st in range(kt)}
+    assert set(stages) == {(t, st) for t in range(busy) for st in range(kt)}
     for t in range(whole, busy):
         holders = sorted({stages[(t, st)][0] for st in range(kt)})
         owner = stages[(t, 0)][0]
@@ -611,15 +604,13 @@ def test_split_tail_covers_every_stage_once(busy, total, grid, kt):
         assert all(stages[(t, st)][1] == "partial" for st in range(kt) if stages[(t, st)][0] != owner)
     for t in range(whole):
         assert {stages[(t, st)] for st in range(kt)} == {(t % grid, "whole")}
-    for t in range(busy, total):
-        assert {stages[(t, st)] for st in range(kt)} == {(t % grid, "whole")}
     if run:  # the tail's stages are spread: no CTA holds more than run of them
         tail = [sum(kb1 - kb0 for t, kb0, kb1, _ in mine if whole <= t < busy) for mine in items]
         assert max(tail) == run
 
 
 def test_producer_form_walk_has_no_split():
-    items, run, whole = walk(416, 448, 132, 16, pre=False)
+    items, run, whole = walk(416, 132, 16, pre=False)
     assert run == 0 and whole == 416 and all(role == "whole" for mine in items for *_, role in mine)
 
 

@@ -24,11 +24,12 @@
 // where a CTA of 32 weight rows puts twice as many CTAs on the weights' loads); for groups of
 // many rows the prepared form (grouped_prepared.cuh) converts both operands to fp16 in a first
 // pass and multiplies them from shared memory with one accumulator set.
-// Persistent: one CTA an SM walks the tiles (group, 128 token rows, BN weight rows; BN 128, or
-// 64 where 128-wide tiles would leave SMs idle); a tile wholly past masked_m costs its zero
-// stores only, not a CTA launch with 200 KB of shared memory. In the predecoded form the busy
-// tiles left after the last whole round are split along K over all CTAs, their partial sums
-// added through the workspace (the kernel's walk says how).
+// Persistent: one CTA an SM walks the tiles with rows (group, 128 token rows, BN weight rows; BN
+// 128, or 64 where 128-wide tiles would leave SMs idle); the rows past them are written by bulk
+// copies of zeros that the TMA engine runs beside the MMAs (zero_rows_async), not by a CTA launch
+// with 200 KB of shared memory a zero tile. In the predecoded form the busy tiles left after the
+// last whole round are split along K over all CTAs, their partial sums added through the
+// workspace (the kernel's walk says how).
 // Data flow per tile (BM = 128 token rows, BN weight rows, one 128-K block a stage):
 //   producer warpgroup (warps 8-11; warp s handles sub-block s of every row, lane = row % 32):
 //       packed FP4 [BN, 64 B] and the rows' scales by cp.async into a raw ring RAW_STAGES deep
@@ -61,6 +62,7 @@ constexpr int BK = 128;           // one scale block
 constexpr int STAGES = 4;
 constexpr int RAW_STAGES = 4;
 constexpr int THREADS = 384;
+constexpr int ZERO_PIECES = 8;  // pieces of a CTA's share of the rows past masked_m (zero_rows_async)
 constexpr int MAX_SPREAD = 23;    // binades a block's scales may span on the relative fold (fp16)
 constexpr int WHOLE_E_MIN = 127 - 23, WHOLE_E_MAX = 127 + 13;  // scale exponents the whole fold takes
 // A stage's fold mode bits, OR-ed over its rows: the consumers promote per column (relative or
@@ -119,9 +121,15 @@ struct Smem {
   // four that decode its sub-blocks
   static constexpr int OFF_XCHG = OFF_FLAG + STAGES * 4 * 4;
   static constexpr int OFF_BAR = OFF_XCHG + 2 * 4 * BN * 4;
-  // int: rows [groups], two prefixes [groups + 1], the CTA's walk [14]
+  // int: rows [groups], the busy tiles' prefix [groups + 1], the CTA's walk [12]
   static constexpr int OFF_SCHED = OFF_BAR + 2 * STAGES * 8;
-  static constexpr int BYTES = OFF_SCHED + (3 * SCHED_GROUPS + 2 + 14) * 4 + 1024;
+  // zeros for the rows past masked_m (zero_rows_async): 8 KB keeps the CTA within the 196 KB
+  // shared-memory carve-out (L1 keeps 60 KB for A's loads; at 228 KB small buckets run 5-10 % slower)
+  static constexpr int OFF_SHARE = OFF_SCHED + (2 * SCHED_GROUPS + 4 + 12) * 4;  // long long [2]: zero_share
+  static constexpr int OFF_ZERO = (OFF_SHARE + 16 + 127) / 128 * 128;
+  static constexpr int ZERO_BYTES = 8 * 1024;
+  static constexpr int BYTES = OFF_ZERO + ZERO_BYTES + 1024;
+  static_assert(BYTES <= 196 * 1024, "the 196 KB carve-out");
 };
 
 // E2M1 magnitude code (0..7) -> high byte of its fp16 value (the low byte is always 0).
@@ -264,30 +272,47 @@ __device__ __forceinline__ void zero_rows_from(__nv_bfloat16* cg, int rows, int 
 }
 
 // The rows past masked_m, [rows_g, max_m) of each group g, set to zero by bulk copies out of
-// shared memory holding zeros (`zeros`, `zero_bytes` of it): the TMA engine writes them while
-// the CTA computes, where the threads' own stores, issued before the MMAs, add their DRAM time
-// to the call's (22 us for a 4096-row bucket's 64 MiB). A group's rows past masked_m are
-// contiguous bytes; the call's are split evenly, by rows, over `workers` CTAs, this one
-// `worker`. rows_of(g): group g's rows. Called by one thread, after the buffer is cleared
-// (clear_zeros) and the CTA has synchronised; that thread waits for its copies (bulk_wait)
-// before it exits.
+// shared memory holding zeros (`zeros`, `zero_bytes` of it): the TMA engine writes them beside
+// the CTA's MMAs, where the threads' own stores would take their issue slots and, issued before
+// or after the MMAs, add their DRAM time to the call's (22 us for a 4096-row bucket's 64 MiB).
+// A group's rows past masked_m are contiguous bytes. The call's are split evenly, by rows, over
+// `workers` CTAs, and this CTA's (`worker`) share into `pieces`, of which this call issues piece
+// `piece`: a CTA's whole share at once would fill the memory system's queues and slow its own
+// loads, so the forms issue the pieces between their stages. rows_of(g): group g's rows, from
+// shared memory where the form keeps them (a global load here would stall the issuing warp).
+// Called by one thread, after the buffer is cleared (clear_zeros) and the CTA has synchronised;
+// that thread waits for its copies (bulk_wait) before it exits.
 __device__ __forceinline__ void clear_zeros(uint32_t zeros, int zero_bytes, int tid, int threads) {
   const uint32_t z[4] = {0u, 0u, 0u, 0u};
   for (int i = tid; i < zero_bytes / 16; i += threads) st_shared16(zeros + 16 * i, z);
   fence_proxy_async();  // the generic stores, before the bulk copies read them
 }
 
+// This CTA's share [x, y) of the call's rows past masked_m (indices among all of them, group by
+// group), split evenly by rows over `workers` CTAs: computed once a call (it divides).
 template <class RowsOf>
-__device__ __forceinline__ void zero_rows_async(__nv_bfloat16* c, RowsOf rows_of, int groups, int max_m, int n, int worker,
-                                                int workers, uint32_t zeros, int zero_bytes) {
+__device__ __forceinline__ longlong2 zero_share(RowsOf rows_of, int groups, int max_m, int worker, int workers) {
   long long total = 0;
   for (int gi = 0; gi < groups; ++gi) total += max_m - rows_of(gi);
-  const long long r0 = total * worker / workers, r1 = total * (worker + 1) / workers;
+  return make_longlong2(total * worker / workers, total * (worker + 1) / workers);
+}
+// Piece p of ZERO_PIECES of a share: bounds by shifts (ZERO_PIECES a power of two)
+static_assert((ZERO_PIECES & (ZERO_PIECES - 1)) == 0, "ZERO_PIECES a power of two");
+__device__ __forceinline__ longlong2 zero_piece_of(longlong2 share, int p) {
+  constexpr int SHIFT = __builtin_ctz(ZERO_PIECES);
+  const long long len = share.y - share.x;
+  return make_longlong2(share.x + ((len * p) >> SHIFT), share.x + ((len * (p + 1)) >> SHIFT));
+}
+// Rows [r.x, r.y) of those past masked_m set to zero: bulk copies of at most zero_bytes each.
+template <class RowsOf>
+__device__ __forceinline__ void zero_rows_async(__nv_bfloat16* c, RowsOf rows_of, int groups, int max_m, int n,
+                                                longlong2 r, uint32_t zeros, int zero_bytes) {
+  if (r.x >= r.y) return;
   const long long row_bytes = 2ll * n;
   long long first = 0;  // the index, among all rows past masked_m, of group gi's first
-  for (int gi = 0; gi < groups && first < r1; ++gi) {
+  for (int gi = 0; gi < groups && first < r.y; ++gi) {
     const int rows = rows_of(gi);
-    const long long lo = max(r0, first), hi = min(r1, first + (max_m - rows));
+    const long long lo = max(r.x, first), hi = min(r.y, first + (max_m - rows));
     if (lo < hi) {
       uint8_t* dst = reinterpret_cast<uint8_t*>(c) + (static_cast<long long>(gi) * max_m + rows + (lo - first)) * row_bytes;
       for (long long left = (hi - lo) * row_bytes; left > 0; left -= zero_bytes, dst += zero_bytes)
@@ -412,17 +437,16 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int total = groups * tiles_mn;
   const int KT = k / BK;
   const int KB = k / 128;
-  // A persistent CTA walks tiles blockIdx.x, + gridDim.x, ... of a list that holds first the
-  // tiles with rows (group-major, then 128 token rows, weight rows fastest), then the tiles
-  // wholly past masked_m: the busy tiles spread evenly over the CTAs, however the rows sit in
-  // the groups. Thread 0 reads masked_m once and keeps each group's rows and the two lists'
-  // prefix counts in shared memory; with more than SCHED_GROUPS groups the list is the plain
-  // order. Producer and consumers walk the same tiles and count pipeline stages across them
-  // (stage counter gs: slot gs % STAGES, phase (gs / STAGES) & 1). A zero tile costs the
-  // consumers its stores; the producer moves on.
+  // A persistent CTA walks tiles blockIdx.x, + gridDim.x, ... of the list of tiles with rows
+  // (group-major, then 128 token rows, weight rows fastest): the busy tiles spread evenly over
+  // the CTAs, however the rows sit in the groups; the rows past them are zero_rows_async's.
+  // Thread 0 reads masked_m once and keeps each group's rows and the list's prefix counts in
+  // shared memory. With more than SCHED_GROUPS groups the list is every tile in the plain order,
+  // and a tile wholly past masked_m costs the consumers its stores (the producer moves on).
+  // Producer and consumers walk the same tiles and count pipeline stages across them (stage
+  // counter gs: slot gs % STAGES, phase (gs / STAGES) & 1).
   int* s_rows = reinterpret_cast<int*>(smem + S::OFF_SCHED);
   int* s_busy = s_rows + SCHED_GROUPS;      // [groups + 1]: tiles with rows before group i
-  int* s_zero = s_busy + SCHED_GROUPS + 1;  // [groups + 1]: zero tiles before group i
   const bool listed = groups <= SCHED_GROUPS;
   auto tile_of = [&](int tile, int& grp, int& m0, int& n0) {
     if (!listed) {
@@ -432,25 +456,15 @@ __global__ void __launch_bounds__(THREADS, 1)
       n0 = (rem % tiles_n) * BN;
       return;
     }
-    const int busy = s_busy[groups];
-    int j, first_m_tile = 0;
     grp = 0;
-    if (tile < busy) {  // s_busy[groups] > tile ends the scan
-      while (s_busy[grp + 1] <= tile) ++grp;
-      j = tile - s_busy[grp];
-    } else {
-      const int z = tile - busy;  // < s_zero[groups]
-      while (s_zero[grp + 1] <= z) ++grp;
-      j = z - s_zero[grp];
-      first_m_tile = (s_rows[grp] + BM - 1) / BM;
-    }
-    m0 = (first_m_tile + j / tiles_n) * BM;
+    while (s_busy[grp + 1] <= tile) ++grp;  // tile < s_busy[groups] ends the scan
+    const int j = tile - s_busy[grp];
+    m0 = (j / tiles_n) * BM;
     n0 = (j % tiles_n) * BN;
   };
 
   // A CTA's work items, in order: its whole busy tiles (list index blockIdx.x + i * gridDim.x),
-  // then, in the predecoded form, its run of the split tail, then its zero tiles (list index
-  // busy + z for the z with (busy + z) % gridDim.x == blockIdx.x, as if the round robin went on).
+  // then, in the predecoded form, its run of the split tail.
   // The split tail: with busy % gridDim.x tiles left after the last whole round, a round of
   // whole tiles would keep the other CTAs idle for a whole tile; instead the stages of those
   // tiles (tile-major) are cut into runs of `run` stages, one a CTA, at most two segments each
@@ -465,42 +479,38 @@ __global__ void __launch_bounds__(THREADS, 1)
     int tile, kb0, kb1;  // list index, stages [kb0, kb1)
     Role role;
   };
-  // s_walk: whole tiles, tail segments, first zero tile, zero tiles, the tail's first list index,
-  // run; then the segments' (tile, kb0, kb1, role)
-  int* s_walk = s_zero + SCHED_GROUPS + 1;
+  // s_walk: whole tiles, tail segments, the tail's first list index, run; then the segments'
+  // (tile, kb0, kb1, role)
+  int* s_walk = s_busy + SCHED_GROUPS + 1;
   auto item_of = [&](int w) -> Item {  // tile -1: past the CTA's last item
     const int n_whole = s_walk[0], n_seg = s_walk[1];
     if (w < n_whole) return {static_cast<int>(blockIdx.x + w * gridDim.x), 0, KT, WHOLE};
     w -= n_whole;
     if (PRE && w < n_seg) {  // (only the predecoded form splits a tail)
-      const int* seg = s_walk + 6 + 4 * w;
+      const int* seg = s_walk + 4 + 4 * w;
       return {seg[0], seg[1], seg[2], static_cast<Role>(seg[3])};
     }
-    w -= n_seg;
-    if (w < s_walk[3]) return {static_cast<int>(s_walk[2] + w * gridDim.x), 0, KT, WHOLE};
     return {-1, 0, 0, WHOLE};
   };
 
   STAGE_TRACE_START();
+  clear_zeros(smem_addr(smem) + S::OFF_ZERO, S::ZERO_BYTES, tid, THREADS);
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 128);
       mbar_init(&empty[s], 256);
     }
     if (listed) {
-      const int m_tiles = (max_m + BM - 1) / BM;
-      int busy = 0, zero = 0;
+      int busy = 0;
       for (int gi = 0; gi < groups; ++gi) {
         const int rows = clamp_rows(masked_m, masked_m_is_64, gi, max_m);
-        const int busy_m_tiles = (rows + BM - 1) / BM;
         s_rows[gi] = rows;
         s_busy[gi] = busy;
-        s_zero[gi] = zero;
-        busy += busy_m_tiles * tiles_n;
-        zero += (m_tiles - busy_m_tiles) * tiles_n;
+        busy += (rows + BM - 1) / BM * tiles_n;
       }
       s_busy[groups] = busy;
-      s_zero[groups] = zero;
+      *reinterpret_cast<longlong2*>(smem + S::OFF_SHARE) =
+          zero_share([&](int gi) { return s_rows[gi]; }, groups, max_m, blockIdx.x, gridDim.x);
     }
     const int G = gridDim.x, bx = blockIdx.x;
     const int busy = listed ? s_busy[groups] : total;
@@ -513,16 +523,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int tail_units = (busy - whole_tiles) * KT;
     const int u0 = min(bx * run, tail_units), u1 = min(u0 + run, tail_units);
     const int n_seg = u0 == u1 ? 0 : ((u1 - 1) / KT != u0 / KT ? 2 : 1);
-    const int z_first = ((bx - busy % G) % G + G) % G;
     s_walk[0] = bx < whole_tiles ? (whole_tiles - bx + G - 1) / G : 0;
     s_walk[1] = n_seg;
-    s_walk[2] = busy + z_first;
-    s_walk[3] = z_first < total - busy ? (total - busy - z_first + G - 1) / G : 0;
-    s_walk[4] = whole_tiles;
-    s_walk[5] = run;
+    s_walk[2] = whole_tiles;
+    s_walk[3] = run;
     for (int w = 0; w < n_seg; ++w) {
       const int u = w == 0 ? u0 : (u0 / KT + 1) * KT, tt = u / KT, end = min(u1, (tt + 1) * KT);
-      int* seg = s_walk + 6 + 4 * w;
+      int* seg = s_walk + 4 + 4 * w;
       seg[0] = whole_tiles + tt;
       seg[1] = u - tt * KT;
       seg[2] = end - tt * KT;
@@ -530,6 +537,15 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
   }
   __syncthreads();
+  // the rows past masked_m (listed: the walk leaves them out): thread 0, a consumer, issues its
+  // CTA's share a piece at a time over its first tile's stages, the rest after its last tile
+  const bool zeroing = tid == 0 && listed;
+  int zero_piece = 0;
+  auto zero_next = [&]() {
+    const longlong2 share = *reinterpret_cast<const longlong2*>(smem + S::OFF_SHARE);
+    zero_rows_async(c, [&](int gi) { return s_rows[gi]; }, groups, max_m, n, zero_piece_of(share, zero_piece++),
+                    smem_addr(smem) + S::OFF_ZERO, S::ZERO_BYTES);
+  };
 
   if (wg == 2) {
     // ---- producer: warp s decodes sub-block s (K 32 s .. 32 s + 31 of each block) of rows lane + 32 i ----
@@ -754,6 +770,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     const bool idle = m0 + wg * 64 >= rows;
 #pragma unroll 1
     for (int it = 0; it < ns; ++it) {
+      if (zeroing && zero_piece < ZERO_PIECES && zero_piece * ns <= it * ZERO_PIECES) zero_next();
       if (idle) {
         mbar_wait(&full[gs % STAGES], (gs / STAGES) & 1);
         mbar_arrive(&empty[gs % STAGES]);
@@ -848,7 +865,7 @@ __global__ void __launch_bounds__(THREADS, 1)
           continue;
         }
         // the owner: the tile's other segments are CTAs blockIdx.x + 1 .. last (their runs start inside it)
-        const int last = ((item.tile - s_walk[4] + 1) * KT - 1) / s_walk[5];
+        const int last = ((item.tile - s_walk[2] + 1) * KT - 1) / s_walk[3];
         if (tid == 0) {
           for (int j = blockIdx.x + 1; j <= last; ++j) {
 #ifdef LOWBIT_WATCHDOG
@@ -886,6 +903,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         *reinterpret_cast<__nv_bfloat162*>(c1 + 8 * cb) =
             e_ok1 ? __floats2bfloat162_rn(acc[4 * cb + 2], acc[4 * cb + 3]) : __floats2bfloat162_rn(0.0f, 0.0f);
     }
+  }
+  if (zeroing) {
+    while (zero_piece < ZERO_PIECES) zero_next();  // a CTA without tiles, or with fewer stages than pieces
+    bulk_wait();
   }
 }
 
@@ -932,8 +953,11 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
   clear_zeros(base + S::OFF_ZERO, S::ZERO_BYTES, tid, SPLIT * 128);
   __syncthreads();
   if (tid == 0)  // the rows past masked_m, all at once (the compute is short); it waits for them at its end
-    zero_rows_async(c, [&](int gi) { return clamp_rows(masked_m, masked_m_is_64, gi, max_m); }, groups, max_m, n,
-                    blockIdx.x, gridDim.x, base + S::OFF_ZERO, S::ZERO_BYTES);
+  {
+    auto rows_of = [&](int gi) { return clamp_rows(masked_m, masked_m_is_64, gi, max_m); };
+    zero_rows_async(c, rows_of, groups, max_m, n, zero_share(rows_of, groups, max_m, blockIdx.x, gridDim.x),
+                    base + S::OFF_ZERO, S::ZERO_BYTES);
+  }
   const int KT = k / BK, KB = k / 128;
   const int tiles_n = n / SW_ROWS;
   const int total = groups * tiles_n;
