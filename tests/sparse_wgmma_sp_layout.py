@@ -139,12 +139,20 @@ def mma_view(stage: torch.Tensor, mw: int):
     return dense, bm_
 
 
-def tile_schedule(m, n, mw, grid):
-    """(cta, m0, n0) of every tile the persistent kernel's loop visits, in order."""
-    bm, nt_count = 128 * mw, n // BN
-    tiles = (m + bm - 1) // bm * nt_count
+def tile_schedule(m, n, mw, grid, kt=16, splits=1):
+    """(cta, m0, n0, k0, stages) of every work item the kernel's loop visits, in order: item t is
+    tile t // splits (n fastest), K stages (t % splits) * kt / splits onward; kt: k / 128."""
+    bm, nt_count, ks = 128 * mw, n // BN, kt // splits
+    items = (m + bm - 1) // bm * nt_count * splits
     out = []
     for cta in range(grid):
-        for t in range(cta, tiles, grid):
-            out.append((cta, (t // nt_count) * bm, (t % nt_count) * BN))
+        for t in range(cta, items, grid):
+            tile = t // splits
+            out.append((cta, (tile // nt_count) * bm, (tile % nt_count) * BN, (t % splits) * ks, ks))
     return out
+
+
+def split_rows(bm, splits, rank):
+    """The tile rows cluster rank `rank` sums over the splits' partial tiles and stores."""
+    per = bm // splits
+    return range(rank * per, (rank + 1) * per)

@@ -57,6 +57,15 @@ def test_every_m_has_a_path():
         assert tile in heuristics.PATHS or tile in heuristics.TILES, (m, tile)
         # the sparse-MMA kernel's tiles need n % 128 == 0: other n take the dense path
         assert heuristics.choose(m, 2000) not in heuristics.SPARSE_MMA, m
+        # the K split takes k / 128 stages in two halves: an odd count keeps the whole tile a CTA
+        assert heuristics.SPARSE_MMA.get(heuristics.choose(m, 2048, 132, 384), (1, 1))[1] == 1, m
+
+
+def test_k_split_only_where_its_tiles_fit_one_wave():
+    for m in (193, 256, 512):
+        assert heuristics.choose(m, 2048, 132) == "wgmma_sp_128_k2", m
+    assert heuristics.choose(513, 2048, 132) == "wgmma_sp_128"
+    assert heuristics.choose(256, 2048, 60) == "wgmma_sp_128"  # 64 split tiles, 60 SMs
 
 
 def group_f16_model(v: int, meta: int):

@@ -228,36 +228,51 @@ def test_mma_model_follows_the_source():
         "const uint64_t da0 = b_desc(base + cw * MW * 64 * 128), db0 = b_desc(base + C::A_BYTES);",
         "mt[i] = ld_shared16(sb + C::A_BYTES + B_STAGE + ((cw * MW + i) * 64 + u) * 16);",
         "const uint64_t db = db0 + off + (((j >> 1) * B_ATOM + (j & 1) * 64) >> 4);",
-        "wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (ks | j) != 0);",
+        "wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (kk | j) != 0);",
         "const int row = m0 + (cw * MW + i) * 64 + 16 * w + g + 8 * h;",
-        "const int m0 = (t / NT) * C::BM, n0 = (t % NT) * BN;",
-        "const int m0 = (t / NT) * C::BM, nt = t % NT;",
-        "for (int t = blockIdx.x; t < tiles; t += gridDim.x) {",
-        "const int tiles = (m + C::BM - 1) / C::BM * NT;")
+        "const int tile = t / splits, m0 = (tile / NT) * C::BM, n0 = (tile % NT) * BN;",
+        "const int tile = t / splits, m0 = (tile / NT) * C::BM, nt = tile % NT, k0 = (t % splits) * KS;",
+        "for (int t = blockIdx.x; t < items; t += gridDim.x) {",
+        "const int items = (m + C::BM - 1) / C::BM * NT * splits;",
+        "const int per = C::BM / splits, r0 = static_cast<int>(cluster_rank()) * per, tt = tid - 128;",
+        "float4 sum = ld_cluster_f4(at, 0);",
+        "for (int p = 1; p < splits; ++p) {",
+        "attr[1].val.clusterDim.x = static_cast<unsigned>(splits);",
+        "cfg.gridDim = dim3(static_cast<unsigned>(splits > 1 || items < sms[dev] ? items : sms[dev]));")
     # the A descriptor's m64 blocks: consumer cw, block i at (cw * MW + i) * 8192, as mma_view reads them
     assert re.search(r"cw \* MW \* 64 \* 128", SRC) and "i * 64 * 128" in SRC
 
 
-@pytest.mark.parametrize("mw", [1, 2])
-def test_stages_read_back_dense_operands(mw):
-    m, n, k = 300, 256, 256
+@pytest.mark.parametrize("mw,splits", [(1, 1), (2, 1), (1, 2)])
+def test_stages_read_back_dense_operands(mw, splits):
+    m, n, k = 300, 256, 512
     a_vals, a_meta, b = small_inputs(m, n, k, seed=2)
     mp = lay.m_pad_of(m)
     a_c, meta, b16 = lay.prep_reference(a_vals, a_meta, b)
     ad = dense_a(a_vals, a_meta, mp)
     bd = b.to(torch.float64)
     bm = 128 * mw
-    sched = lay.tile_schedule(m, n, mw, 4)
-    c = torch.zeros(mp, n, dtype=torch.float64)
-    for _, m0, n0 in sched:
+    grid = 4 if splits == 1 else -(-m // bm) * (n // 128) * splits  # split: one item a CTA
+    sched = lay.tile_schedule(m, n, mw, grid, k // 128, splits)
+    partial = {}  # (m0, n0) -> each rank's partial tile, as the ring holds it before the cluster barrier
+    for cta, m0, n0, k0, stages in sched:
         assert m0 + bm <= mp  # the producer's copies stay inside the prepared rows
-        for ks in range(k // 128):
+        rank = cta % splits   # the cluster's CTAs are consecutive, one a split
+        acc = torch.zeros(bm, 128, dtype=torch.float64)
+        for ks in range(k0, k0 + stages):
             st = lay.stage_image(a_c, meta, b16, mp, n, k, mw, m0, n0 // 128, ks)
             assert st.numel() == bm * 128 + lay.B_STAGE + bm * 16
             av, bv = lay.mma_view(st, mw)
             assert torch.equal(av, ad[m0:m0 + bm, ks * 128:(ks + 1) * 128]), (m0, ks)
             assert torch.equal(bv, bd[n0:n0 + 128, ks * 128:(ks + 1) * 128]), (n0, ks)
-            c[m0:m0 + bm, n0:n0 + 128] += av @ bv.T
+            acc += av @ bv.T
+        assert (m0, n0, rank) not in partial
+        partial[m0, n0, rank] = acc
+    c = torch.full((mp, n), float("nan"), dtype=torch.float64)
+    for (m0, n0, rank) in partial:  # each rank stores its rows, the partials summed in rank order
+        rows = lay.split_rows(bm, splits, rank)
+        total = sum(partial[m0, n0, p][rows.start:rows.stop] for p in range(splits))
+        c[m0 + rows.start:m0 + rows.stop, n0:n0 + 128] = total
     assert torch.equal(c[:m], ad[:m] @ bd.T)
 
 
@@ -265,7 +280,8 @@ def test_stages_read_back_dense_operands(mw):
                                        (257, 1, 114), (64, 2, 4), (1, 1, 1)])
 def test_schedule_visits_every_tile_once(m, mw, grid):
     n, bm = 2048, 128 * mw
-    seen = [(m0, n0) for _, m0, n0 in lay.tile_schedule(m, n, mw, grid)]
+    seen = [(m0, n0) for _, m0, n0, k0, stages in lay.tile_schedule(m, n, mw, grid)]
+    assert all((k0, stages) == (0, 16) for *_, k0, stages in lay.tile_schedule(m, n, mw, grid))
     mtiles = -(-m // bm)
     want = {(mt * bm, nt * 128) for mt in range(mtiles) for nt in range(n // 128)}
     assert sorted(seen) == sorted(want)
@@ -283,8 +299,8 @@ def test_pipeline_protocol_follows_the_source():
         "        wgmma_wait<1>();",
         "        for (int i = 0; i < MW; ++i) hold(other[i], base, never);",
         "        release(prev);",
-        "        stage(ks, mt0, mt1);",
-        "        if (ks + 1 < KT) stage(ks + 1, mt1, mt0);",
+        "        stage(kk, mt0, mt1);",
+        "        if (kk + 1 < KS) stage(kk + 1, mt1, mt0);",
         "      release(prev);",
         "expect_tx(fb, C::STAGE);",
         "mbar_wait(bars + C::STAGES + s, ph ^ 1u);",

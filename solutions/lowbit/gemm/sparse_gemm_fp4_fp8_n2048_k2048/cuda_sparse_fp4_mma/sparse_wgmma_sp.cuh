@@ -19,6 +19,12 @@
 //            The sparsity metadata is a register operand of the asynchronous MMA, read while the
 //            MMA runs, so it alternates between two register sets (the K loop unrolled by 2),
 //            each kept live (hold()) until the wait_group that retires its MMAs.
+//            Split (splits 2, where the split tiles fit one wave): a tile's K stages halved between
+//            the two CTAs of a cluster, one work item a CTA; each writes its fp32 partial tile into
+//            its ring, and after a cluster barrier each sums its half of the tile's rows over both
+//            CTAs' partials through distributed shared memory, in rank order, and stores them.
+//            At these sizes a CTA runs one tile and is bound by its SM's reads from L2 (768 KB of
+//            operands a 128 x 128 tile), so halving a CTA's K halves its time to the epilogue.
 //
 // Workspace (KT = k / 128 stages of 128 K; m_pad = m rounded up to M_ALIGN), in this order:
 //   a_c   [KT][m_pad][128 B]: row r's 64 compressed fp16 of the stage; its 16-byte chunk c
@@ -81,6 +87,27 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {  // the low 
   uint32_t r;
   asm("{\n.reg .b16 lo;\nmov.b32 {lo, _}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(r) : "r"(two));
   return r;
+}
+
+// Thread-block clusters: the split-K form's partial tiles are summed through distributed shared memory.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// every thread of every CTA of the cluster: shared-memory writes before it are visible to all after it
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+__device__ __forceinline__ void st_shared_f2(uint32_t addr, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+__device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr, uint32_t rank) {  // addr in CTA rank's shared memory
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
+  return v;
 }
 
 // ---------------------------------------------------------------- prep
@@ -192,12 +219,16 @@ struct Cfg {
   static_assert(STAGE % 1024 == 0, "stage parts must stay 1024-byte aligned");
   static_assert(SMEM <= 227 * 1024, "shared memory");
   static_assert(BM <= M_ALIGN, "m_pad covers a whole tile");
+  // split-K: a CTA's fp32 partial tile in the ring, rows padded to 136 floats (8 g + 2 q: the
+  // accumulators' 64-bit stores of a warp hit distinct banks)
+  static constexpr int PART_PITCH = BN + 8;
+  static_assert(BM * PART_PITCH * 4 <= STAGES * STAGE, "the partial tile fits the ring");
 };
 
 template <int MW>
 __global__ void __launch_bounds__(384, 1)
     sp_gemm(const uint8_t* __restrict__ a_c, const uint8_t* __restrict__ meta, const uint8_t* __restrict__ b16,
-            __nv_bfloat16* __restrict__ c, int m, int m_pad, int n, int k) {
+            __nv_bfloat16* __restrict__ c, int m, int m_pad, int n, int k, int splits) {
   using C = Cfg<MW>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -214,8 +245,10 @@ __global__ void __launch_bounds__(384, 1)
   }
   __syncthreads();
 
-  const int KT = k / 128, NT = n / BN;
-  const int tiles = (m + C::BM - 1) / C::BM * NT;  // n fastest
+  const int KT = k / 128, NT = n / BN, KS = KT / splits;  // KS: stages a work item (splits divides KT)
+  // work item t: tile t / splits (n fastest), K stages (t % splits) KS .. + KS - 1. With splits > 1
+  // the grid is one item a CTA and a cluster is a tile's splits (rank = t % splits).
+  const int items = (m + C::BM - 1) / C::BM * NT * splits;
 
   if (wg == 0) {
     setmaxnreg_dec<40>();
@@ -223,9 +256,9 @@ __global__ void __launch_bounds__(384, 1)
       wait_for_prerequisites();  // prep's writes complete and visible
       int s = 0;
       uint32_t ph = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int m0 = (t / NT) * C::BM, nt = t % NT;
-        for (int ks = 0; ks < KT; ++ks) {
+      for (int t = blockIdx.x; t < items; t += gridDim.x) {
+        const int tile = t / splits, m0 = (tile / NT) * C::BM, nt = tile % NT, k0 = (t % splits) * KS;
+        for (int ks = k0; ks < k0 + KS; ++ks) {
           mbar_wait(bars + C::STAGES + s, ph ^ 1u);
           const uint32_t sb = base + s * C::STAGE, fb = full0 + 8 * s;
           expect_tx(fb, C::STAGE);
@@ -235,6 +268,10 @@ __global__ void __launch_bounds__(384, 1)
           if (++s == C::STAGES) { s = 0; ph ^= 1u; }
         }
       }
+    }
+    if (splits > 1) {  // the consumers' two cluster barriers (one item a CTA)
+      cluster_sync();
+      cluster_sync();
     }
   } else {
     setmaxnreg_inc<232>();
@@ -255,7 +292,7 @@ __global__ void __launch_bounds__(384, 1)
     // reports as a hazard against the next bulk copy into the slot)
     auto release = [&](int sl) { mbar_arrive(bars + C::STAGES + sl); };
     // one stage: its metadata into mt (other: the set the stage before used), its MMAs
-    auto stage = [&](int ks, uint4 (&mt)[MW], uint4 (&other)[MW]) {
+    auto stage = [&](int kk, uint4 (&mt)[MW], uint4 (&other)[MW]) {  // kk: the stage's index in the item
       mbar_wait(bars + s, ph);
       const uint32_t sb = base + s * C::STAGE;
 #pragma unroll
@@ -268,11 +305,11 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int i = 0; i < MW; ++i) {
           const uint32_t mj = j == 0 ? mt[i].x : j == 1 ? mt[i].y : j == 2 ? mt[i].z : mt[i].w;
-          wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (ks | j) != 0);
+          wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (kk | j) != 0);
         }
       }
       wgmma_commit();
-      if (ks > 0) {  // the stage before has retired: its slot and its metadata set are free
+      if (kk > 0) {  // the stage before has retired: its slot and its metadata set are free
         wgmma_wait<1>();
 #pragma unroll
         for (int i = 0; i < MW; ++i) hold(other[i], base, never);
@@ -282,21 +319,55 @@ __global__ void __launch_bounds__(384, 1)
       if (++s == C::STAGES) { s = 0; ph ^= 1u; }
     };
     uint4 mt0[MW], mt1[MW];
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int m0 = (t / NT) * C::BM, n0 = (t % NT) * BN;
+    for (int t = blockIdx.x; t < items; t += gridDim.x) {
+      const int tile = t / splits, m0 = (tile / NT) * C::BM, n0 = (tile % NT) * BN;
 #pragma unroll 1
-      for (int ks = 0; ks < KT; ks += 2) {  // even stages: set 0, odd stages: set 1
-        stage(ks, mt0, mt1);
-        if (ks + 1 < KT) stage(ks + 1, mt1, mt0);
+      for (int kk = 0; kk < KS; kk += 2) {  // even stages: set 0, odd stages: set 1
+        stage(kk, mt0, mt1);
+        if (kk + 1 < KS) stage(kk + 1, mt1, mt0);
       }
       wgmma_wait<0>();
 #pragma unroll
       for (int i = 0; i < MW; ++i) {
         keep_f(acc[i]);
         hold(mt0[i], base, never);
-        if (KT > 1) hold(mt1[i], base, never);
+        if (KS > 1) hold(mt1[i], base, never);
       }
       release(prev);
+      if (splits > 1) {  // one item a CTA: the ring is free once both warpgroups' MMAs have retired
+        asm volatile("bar.sync 1, 256;\n" ::: "memory");
+#pragma unroll
+        for (int i = 0; i < MW; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = (cw * MW + i) * 64 + 16 * w + g + 8 * h;
+#pragma unroll
+            for (int jn = 0; jn < 16; ++jn)
+              st_shared_f2(base + (row * C::PART_PITCH + 8 * jn + 2 * q) * 4, acc[i][4 * jn + 2 * h], acc[i][4 * jn + 2 * h + 1]);
+          }
+        cluster_sync();  // every split's partial tile written
+        // this CTA's rows of the tile: the splits' partials summed in rank order (the same sums
+        // whichever CTA adds them), rounded once to bf16
+        const int per = C::BM / splits, r0 = static_cast<int>(cluster_rank()) * per, tt = tid - 128;
+        for (int e = tt; e < per * (BN / 4); e += 256) {
+          const int row = r0 + e / (BN / 4), col = 4 * (e % (BN / 4));
+          const uint32_t at = base + (row * C::PART_PITCH + col) * 4;
+          float4 sum = ld_cluster_f4(at, 0);
+          for (int p = 1; p < splits; ++p) {
+            const float4 v = ld_cluster_f4(at, p);
+            sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+          }
+          if (m0 + row < m) {
+            const __nv_bfloat162 lo = __floats2bfloat162_rn(sum.x, sum.y), hi = __floats2bfloat162_rn(sum.z, sum.w);
+            uint2 pk;
+            pk.x = *reinterpret_cast<const uint32_t*>(&lo);
+            pk.y = *reinterpret_cast<const uint32_t*>(&hi);
+            *reinterpret_cast<uint2*>(c + static_cast<size_t>(m0 + row) * n + n0 + col) = pk;
+          }
+        }
+        cluster_sync();  // no CTA leaves while another reads its shared memory
+        continue;
+      }
 #pragma unroll
       for (int i = 0; i < MW; ++i) {
 #pragma unroll
@@ -320,7 +391,7 @@ constexpr int MAX_DEVICES = 64;
 // 16-byte aligned. n % 128 == 0, k % 128 == 0. Returns a cudaError_t code.
 template <int MW>
 int launch(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, void* work, int m, int n, int k,
-           cudaStream_t st) {
+           int splits, cudaStream_t st) {
   using Cf = Cfg<MW>;
   static int sms[MAX_DEVICES] = {};  // 0: this device's kernel attribute not yet set
   int dev = 0;
@@ -347,20 +418,24 @@ int launch(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, v
                                                    static_cast<const uint8_t*>(b_fp8), a_c, meta, b16, m, m_pad, n, k, a_blocks);
   e = cudaGetLastError();
   if (e != cudaSuccess) return static_cast<int>(e);
-  const int tiles = (m + Cf::BM - 1) / Cf::BM * (n / BN);
+  const long long items = static_cast<long long>((m + Cf::BM - 1) / Cf::BM) * (n / BN) * splits;
   cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.gridDim = dim3(static_cast<unsigned>(tiles < sms[dev] ? tiles : sms[dev]));
+  attr[1].id = cudaLaunchAttributeClusterDimension;
+  attr[1].val.clusterDim.x = static_cast<unsigned>(splits);
+  attr[1].val.clusterDim.y = attr[1].val.clusterDim.z = 1;
+  // persistent (a CTA an SM) on whole tiles; split, one item a CTA (the ring holds its partial tile)
+  cfg.gridDim = dim3(static_cast<unsigned>(splits > 1 || items < sms[dev] ? items : sms[dev]));
   cfg.blockDim = dim3(384);
   cfg.dynamicSmemBytes = Cf::SMEM;
   cfg.stream = st;
   cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.numAttrs = splits > 1 ? 2 : 1;
   return static_cast<int>(cudaLaunchKernelEx(&cfg, sp_gemm<MW>, static_cast<const uint8_t*>(a_c),
                                              static_cast<const uint8_t*>(meta), static_cast<const uint8_t*>(b16),
-                                             static_cast<__nv_bfloat16*>(c), m, m_pad, n, k));
+                                             static_cast<__nv_bfloat16*>(c), m, m_pad, n, k, splits));
 }
 
 }  // namespace sp_wgmma
