@@ -25,7 +25,7 @@ RULES = (
     (None, None, 66, (128, 64), "128 x 64 tiles still fit one wave of 132 SMs and halve the decode a stage"),
     (None, 256, None, (128, 128), "each decoded B stage feeds 128 token rows and 128 columns; the prepared "
                                   "form's first pass does not pay back: ~76 rows 33.2 us (prepared 44.1), "
-                                  "4096 ~170 54.3 (prepared 87.5)"),
+                                  "4096 ~170 42.7 (prepared 65.5)"),
     (None, None, None, (128, 256, "prepared"), "both operands fp16 once a call, then copied in whole stages: "
                                                "512 ~260 47.3 us, 512 full 49.2 (128 x 128: 64.5, 66.5; "
                                                "predecoded 61.7 at 512 full), 2048 ~75 % 131.6 (predecoded 157.0)"),
