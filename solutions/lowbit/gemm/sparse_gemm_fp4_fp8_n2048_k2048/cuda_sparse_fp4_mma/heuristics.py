@@ -20,11 +20,11 @@ RULES = (
     (128, (4, 2), "64 B rows and 16 tokens a CTA: a token's decode is repeated once per 64 B rows, not 16"),
     (192, (4, 2), "one launch: the sparse MMAs (K split in 2) are level on the GPU (14.2 against 14.5 us at "
                   "192 rows) and add ~10 us of host time (44.0 against 33.3 us host-inclusive)"),
-    (None, "sparse_mma", "the sparse tensor cores: ahead of cuBLAS on dense bf16 operands on the GPU from 512 "
-                         "rows (15.0 against 15.1 us at 512, 18.6 against 20.5 at 1024, 96.4 against 108.5 at "
-                         "8192), behind it at 193-384 (14.0 against 12.7 at 256) but with ~40-90 us less host "
-                         "time (one C call, no cuBLAS call: 41.6 against 137.4 host-inclusive at 256); ahead of "
-                         "the few-rows kernel from 256 rows (17.4 at 256)"),
+    (None, "sparse_mma", "the sparse tensor cores: ahead of the dense path (its conversion launch and cuBLAS) "
+                         "on the GPU from 512 rows (15.0 against 15.1 us at 512, 18.6 against 20.5 at 1024, "
+                         "96.4 against 108.5 at 8192), behind it at 193-384 (14.0 against 12.7 at 256) but with "
+                         "~40-90 us less host time (one C call, no cuBLAS call: 41.6 against 137.4 "
+                         "host-inclusive at 256); ahead of the few-rows kernel from 256 rows (17.4 at 256)"),
 )
 # A persistent round of 256-token tiles against one of 128-token tiles (same CTA count):
 # 28.9 against 18.6 us (m 2048 and 1024, one round each, prep included), H200.
