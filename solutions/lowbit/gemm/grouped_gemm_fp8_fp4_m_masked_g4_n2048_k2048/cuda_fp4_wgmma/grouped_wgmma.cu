@@ -276,12 +276,13 @@ __device__ __forceinline__ void zero_rows_from(__nv_bfloat16* cg, int rows, int 
 // the CTA's MMAs, where the threads' own stores would take their issue slots and, issued before
 // or after the MMAs, add their DRAM time to the call's (22 us for a 4096-row bucket's 64 MiB).
 // A group's rows past masked_m are contiguous bytes. The call's are split evenly, by rows, over
-// `workers` CTAs, and this CTA's (`worker`) share into `pieces`, of which this call issues piece
-// `piece`: a CTA's whole share at once would fill the memory system's queues and slow its own
-// loads, so the forms issue the pieces between their stages. rows_of(g): group g's rows, from
-// shared memory where the form keeps them (a global load here would stall the issuing warp).
-// Called by one thread, after the buffer is cleared (clear_zeros) and the CTA has synchronised;
-// that thread waits for its copies (bulk_wait) before it exits.
+// the CTAs that write them (zero_share, once a call); the producer form issues a CTA's share as
+// ZERO_PIECES pieces (zero_piece_of) between its stages, so that its own loads are not queued
+// behind it, and the tokens-as-N form, whose compute is short, issues it at once. rows_of(g):
+// group g's rows, from shared memory where the form keeps them (a global load here would stall
+// the issuing warp). zero_rows_async is called by one thread, after the buffer is cleared
+// (clear_zeros) and the CTA has synchronised; that thread waits for its copies (bulk_wait)
+// before it exits.
 __device__ __forceinline__ void clear_zeros(uint32_t zeros, int zero_bytes, int tid, int threads) {
   const uint32_t z[4] = {0u, 0u, 0u, 0u};
   for (int i = tid; i < zero_bytes / 16; i += threads) st_shared16(zeros + 16 * i, z);

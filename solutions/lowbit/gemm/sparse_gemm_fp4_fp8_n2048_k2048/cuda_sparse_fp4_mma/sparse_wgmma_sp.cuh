@@ -99,9 +99,6 @@ __device__ __forceinline__ uint32_t cluster_rank() {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
-__device__ __forceinline__ void st_shared_f2(uint32_t addr, float x, float y) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
-}
 __device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr, uint32_t rank) {  // addr in CTA rank's shared memory
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
@@ -269,7 +266,7 @@ __global__ void __launch_bounds__(384, 1)
         }
       }
     }
-    if (splits > 1) {  // the consumers' two cluster barriers (one item a CTA)
+    if (MW == 1 && splits > 1) {  // the consumers' two cluster barriers (one item a CTA)
       cluster_sync();
       cluster_sync();
     }
@@ -334,7 +331,7 @@ __global__ void __launch_bounds__(384, 1)
         if (KS > 1) hold(mt1[i], base, never);
       }
       release(prev);
-      if (splits > 1) {  // one item a CTA: the ring is free once both warpgroups' MMAs have retired
+      if (MW == 1 && splits > 1) {  // one item a CTA: the ring is free once both warpgroups' MMAs have retired
         asm volatile("bar.sync 1, 256;\n" ::: "memory");
 #pragma unroll
         for (int i = 0; i < MW; ++i)
