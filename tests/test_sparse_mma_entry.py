@@ -97,3 +97,9 @@ def test_fragment_k_order_covers_each_chunk_once():
     # of a 64-wide chunk: for both operands, every K of the chunk exactly once
     seen = sorted(16 * t + 4 * s + j for t in range(4) for s in range(4) for j in range(4))
     assert seen == list(range(64))
+
+
+def test_few_rows_tiles_by_rows():
+    # 17-24 rows: 16 B rows and 8 tokens a CTA; 25-32: 16 tokens; from 33: 64 B rows a CTA
+    assert [heuristics.choose(m, 2048) for m in (16, 17, 24, 25, 32, 33, 128)] == [
+        (1, 2), (1, 1), (1, 1), (1, 2), (1, 2), (4, 2), (4, 2)]

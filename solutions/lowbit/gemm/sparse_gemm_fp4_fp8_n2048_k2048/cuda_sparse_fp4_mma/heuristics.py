@@ -6,7 +6,8 @@ one launch writing A and B dense in bf16, then one cuBLAS GEMM. The "wgmma_sp_*"
 sparse tensor cores (sparse_wgmma_sp.cuh: a prep launch, then the sparse-MMA kernel on 128 or
 256 tokens x 128 weight rows a tile, "_k2": each tile's K split over a cluster of 2 CTAs; n a
 multiple of 128). H200 figures in docs/kernels/sparse_gemm.md; the rules' own from
-tools/time_sparse_paths.py (H200, 2026-12-04).
+tools/time_sparse_paths.py and, for the few-rows tiles up to 128 rows,
+tools/probe_sparse_mma.py --ms 17,24,32,48,64,96,128 --no-host (H200, 2026-12-04).
 """
 
 TILES = ((1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (2, 8), (4, 1), (4, 2), (4, 4))  # the kernel's instantiations
@@ -17,7 +18,11 @@ PATHS = ("dense", *SPARSE_MMA)
 # (most rows m, tile, why)
 RULES = (
     (16, (1, 2), "128 CTAs of 16 B rows: B's 4 MiB streams through every SM, the tokens cost little"),
-    (128, (4, 2), "64 B rows and 16 tokens a CTA: a token's decode is repeated once per 64 B rows, not 16"),
+    (24, (1, 1), "128 CTAs of 16 B rows, 8 tokens a round over up to 3 rounds' CTAs: 6.0 / 6.2 us at 17 / 24 rows "
+                 "against 7.3 for (4, 2)"),
+    (32, (1, 2), "16 tokens a round, two rounds' CTAs: 6.8 us at 32 rows against 7.4 for (4, 2)"),
+    (128, (4, 2), "64 B rows and 16 tokens a CTA: a token's decode is repeated once per 64 B rows, not 16 "
+                  "(fastest from 48 rows: 7.5 us at 48, 7.7 at 64)"),
     (192, (4, 2), "one launch: the sparse MMAs (K split in 2) are level on the GPU (14.2 against 14.5 us at "
                   "192 rows) and add ~10 us of host time (44.0 against 33.3 us host-inclusive)"),
     (None, "sparse_mma", "the sparse tensor cores: ahead of the dense path (its conversion launch and cuBLAS) "
