@@ -29,14 +29,17 @@ def phi(l):
 
 
 def test_source_matches_model():
+    """The kernel's address arithmetic is the model's: warp wk's step s is chunk wk + WARPS_K s."""
     for line in ("return 4 * (l & 1) + (l >> 1);",
                  "const int p_lo = phi(t), p_hi = phi(t) + 2;",
                  "const int p = phi(4 * (t & 1) + j);",
                  "word |= nib << (16 * h + 4 * j);",
-                 "brow[j] = b8 + static_cast<size_t>(bok[j] ? r : 0) * k + 16 * (t >> 1);",
+                 "brow[j] = b8 + static_cast<size_t>(bok[j] ? r : 0) * k + 32 * wk + 16 * (t >> 1);",
+                 "const long long base = ((aok[i] ? tile0 + i : 0) * kc + wk) * 32 + lane;",
+                 "av[s][i] = ok ? __ldg(arow[i] + 32 * WARPS_K * step) : make_uint4(0u, 0u, 0u, 0u);",
                  "const int sh = 16 * (t & 1);",
                  "bf[j][v] = e4m3x2_to_f16x2(word_of(bq[s][j], v) >> sh);",
-                 "__ldg(reinterpret_cast<const uint4*>(brow[j] + 32 * ch))"):
+                 "__ldg(reinterpret_cast<const uint4*>(brow[j] + 32 * WARPS_K * step))"):
         assert line in SRC, line
 
 

@@ -322,14 +322,14 @@ extern "C" int lowbit_sparse_mma_sync(const void* a_vals, const void* a_meta, co
   if (k <= 0 || k % 128) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (tile) {
-    case 0: return sp_sync::launch<2, 2, 2, 4, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 1: return sp_sync::launch<2, 2, 1, 8, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 2: return sp_sync::launch<1, 2, 2, 4, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 3: return sp_sync::launch<2, 4, 2, 4, 2>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 4: return sp_sync::launch<2, 2, 2, 4, 2>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 5: return sp_sync::launch<4, 2, 1, 8, 2>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 6: return sp_sync::launch<2, 2, 4, 2, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 7: return sp_sync::launch<1, 4, 2, 4, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+    case 0: return sp_sync::launch<2, 2, 1, 8, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+    case 1: return sp_sync::launch<2, 2, 2, 4, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+    case 2: return sp_sync::launch<2, 4, 1, 8, 2>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+    case 3: return sp_sync::launch<4, 2, 1, 8, 2>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+    case 4: return sp_sync::launch<1, 4, 2, 4, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+    case 5: return sp_sync::launch<2, 2, 4, 2, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+    case 6: return sp_sync::launch<1, 2, 2, 4, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
+    case 7: return sp_sync::launch<1, 4, 1, 8, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
   }
   return static_cast<int>(cudaErrorInvalidValue);
 }

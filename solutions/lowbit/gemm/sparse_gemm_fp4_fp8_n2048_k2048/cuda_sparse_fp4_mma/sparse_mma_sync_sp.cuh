@@ -9,12 +9,12 @@
 //            coalesced 16-byte and one 4-byte load and decodes nothing.
 //   gemm     B stays e4m3 in global memory: each thread loads its weight rows' bytes and converts
 //            them to fp16 in registers (cvt e4m3x2 -> f16x2), so B is never written back. A CTA
-//            owns 16 WM WARPS_M tokens x 8 WN WARPS_N weight rows over all of K; each warp a
-//            16 WM x 8 WN tile of them, its loads D chunks ahead in a register ring. B's first
-//            chunks are loaded before the wait on a_frags (they do not depend on it).
+//            owns 16 WM tokens x 8 WN WARPS_N weight rows; each warp a 16 WM x 8 WN tile of them
+//            over 1 / WARPS_K of K, its loads D chunks ahead in a register ring. B's first chunks
+//            are loaded before the wait on a_frags (they do not depend on it).
 // Against the sparse-wgmma path this writes no fp16 copy of B (8 MiB at the definition's shape)
-// and has no pipeline to fill; the price is B converted once per CTA row of tokens and per warp
-// row (the few-rows kernel's trade, with half the MMAs and A decoded once).
+// and has no pipeline to fill; the price is B converted once per CTA row of tokens (the few-rows
+// kernel's trade, with half the MMAs and A decoded once).
 //
 // K order inside a 32-K chunk. The MMA's B fragment gives thread t of a quad K 2t + 8v + {0, 1}
 // (v = 0..3): halves of the logical groups t / 2 + 2v. Logical group L (K 4L .. 4L + 3 of the
@@ -100,23 +100,27 @@ __device__ __forceinline__ void mma_sp(float (&d)[4], const uint4& a, const uint
 
 __device__ __forceinline__ uint32_t word_of(const uint4& q, int v) { return v == 0 ? q.x : v == 1 ? q.y : v == 2 ? q.z : q.w; }
 
-template <int WM, int WN, int WARPS_M, int WARPS_N, int D>
+template <int WM, int WN, int WARPS_N, int WARPS_K, int D>
 struct Tile {
-  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
-  static constexpr int TM = 16 * WM * WARPS_M;  // tokens a CTA
+  static constexpr int THREADS = 32 * WARPS_N * WARPS_K;
+  static constexpr int TM = 16 * WM;            // tokens a CTA
   static constexpr int TN = 8 * WN * WARPS_N;   // weight rows a CTA
+  static constexpr int JOIN = WARPS_K > 1 ? WARPS_K * WARPS_N * WM * WN * 4 * 32 : 1;  // floats
 };
 
-// CTA (x, y): weight rows TN x .., tokens TM y ..; warp (wm, wn) = (w / WARPS_N, w % WARPS_N).
-template <int WM, int WN, int WARPS_M, int WARPS_N, int D>
-__global__ void __launch_bounds__(Tile<WM, WN, WARPS_M, WARPS_N, D>::THREADS)
+// CTA (x, y): weight rows TN x .., tokens TM y ..; warp w: weight rows 8 WN (w % WARPS_N) .. of the
+// CTA's, 32-K chunks w / WARPS_N + i WARPS_K (K split WARPS_K ways, so that each warp's chain of
+// loads is kc / WARPS_K chunks long); the WARPS_K partial sums joined in shared memory in order.
+template <int WM, int WN, int WARPS_N, int WARPS_K, int D>
+__global__ void __launch_bounds__(Tile<WM, WN, WARPS_N, WARPS_K, D>::THREADS)
     gemm(const uint4* __restrict__ vals, const uint32_t* __restrict__ meta, const uint8_t* __restrict__ b8,
          __nv_bfloat16* __restrict__ c, int m, int n, int k) {
-  using T = Tile<WM, WN, WARPS_M, WARPS_N, D>;
+  using T = Tile<WM, WN, WARPS_N, WARPS_K, D>;
+  __shared__ float join[T::JOIN];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int wm = w / WARPS_N, wn = w % WARPS_N, kc = k / 32;
-  const long long tile0 = (static_cast<long long>(blockIdx.y) * T::TM + 16 * WM * wm) / 16;  // first m16 tile
-  const int n_w = blockIdx.x * T::TN + 8 * WN * wn;                                         // first weight row
+  const int wn = w % WARPS_N, wk = w / WARPS_N, kc = k / 32, steps = kc / WARPS_K;
+  const long long tile0 = static_cast<long long>(blockIdx.y) * WM;  // first m16 tile
+  const int n_w = blockIdx.x * T::TN + 8 * WN * wn;                 // first weight row
   const long long tiles = tiles16(m);
   const uint8_t* brow[WN];
   bool bok[WN];
@@ -124,7 +128,7 @@ __global__ void __launch_bounds__(Tile<WM, WN, WARPS_M, WARPS_N, D>::THREADS)
   for (int j = 0; j < WN; ++j) {
     const int r = n_w + 8 * j + g;
     bok[j] = r < n;
-    brow[j] = b8 + static_cast<size_t>(bok[j] ? r : 0) * k + 16 * (t >> 1);
+    brow[j] = b8 + static_cast<size_t>(bok[j] ? r : 0) * k + 32 * wk + 16 * (t >> 1);
   }
   const uint4* arow[WM];
   const uint32_t* erow[WM];
@@ -132,7 +136,7 @@ __global__ void __launch_bounds__(Tile<WM, WN, WARPS_M, WARPS_N, D>::THREADS)
 #pragma unroll
   for (int i = 0; i < WM; ++i) {
     aok[i] = tile0 + i < tiles;
-    const long long base = ((aok[i] ? tile0 + i : 0) * kc) * 32 + lane;
+    const long long base = ((aok[i] ? tile0 + i : 0) * kc + wk) * 32 + lane;
     arow[i] = vals + base;
     erow[i] = meta + base;
   }
@@ -146,17 +150,18 @@ __global__ void __launch_bounds__(Tile<WM, WN, WARPS_M, WARPS_N, D>::THREADS)
 
   uint4 bq[D][WN], av[D][WM];
   uint32_t ev[D][WM];
-  auto load_b = [&](int s, int ch) {
+  auto load_b = [&](int s, int step) {  // step: this warp's chunk wk + step WARPS_K
 #pragma unroll
     for (int j = 0; j < WN; ++j)
-      bq[s][j] = ch < kc && bok[j] ? __ldg(reinterpret_cast<const uint4*>(brow[j] + 32 * ch)) : make_uint4(0u, 0u, 0u, 0u);
+      bq[s][j] = step < steps && bok[j] ? __ldg(reinterpret_cast<const uint4*>(brow[j] + 32 * WARPS_K * step))
+                                       : make_uint4(0u, 0u, 0u, 0u);
   };
-  auto load_a = [&](int s, int ch) {
+  auto load_a = [&](int s, int step) {
 #pragma unroll
     for (int i = 0; i < WM; ++i) {
-      const bool ok = ch < kc && aok[i];
-      av[s][i] = ok ? __ldg(arow[i] + 32 * ch) : make_uint4(0u, 0u, 0u, 0u);
-      ev[s][i] = ok ? __ldg(erow[i] + 32 * ch) : 0x44444444u;  // positions 0, 1 in every group: a valid word
+      const bool ok = step < steps && aok[i];
+      av[s][i] = ok ? __ldg(arow[i] + 32 * WARPS_K * step) : make_uint4(0u, 0u, 0u, 0u);
+      ev[s][i] = ok ? __ldg(erow[i] + 32 * WARPS_K * step) : 0x44444444u;  // positions 0, 1 in every group: a valid word
     }
   };
 #pragma unroll
@@ -166,7 +171,7 @@ __global__ void __launch_bounds__(Tile<WM, WN, WARPS_M, WARPS_N, D>::THREADS)
   for (int s = 0; s < D; ++s) load_a(s, s);
   const int sh = 16 * (t & 1);  // this thread's byte pair of each B word
 #pragma unroll 1
-  for (int c0 = 0; c0 < kc; c0 += D) {
+  for (int i0 = 0; i0 < steps; i0 += D) {
 #pragma unroll
     for (int s = 0; s < D; ++s) {
       uint32_t bf[WN][4];
@@ -181,13 +186,35 @@ __global__ void __launch_bounds__(Tile<WM, WN, WARPS_M, WARPS_N, D>::THREADS)
         a[i] = av[s][i];
         e[i] = ev[s][i];
       }
-      load_b(s, c0 + s + D);
-      load_a(s, c0 + s + D);
+      load_b(s, i0 + s + D);
+      load_a(s, i0 + s + D);
 #pragma unroll
       for (int i = 0; i < WM; ++i)
 #pragma unroll
         for (int j = 0; j < WN; ++j) mma_sp(acc[i][j], a[i], bf[j], e[i]);
     }
+  }
+  if constexpr (WARPS_K > 1) {  // partial sums in register order, lane fastest; warps wk 0 add them in wk order
+    float* mine = join + (wk * WARPS_N + wn) * (WM * WN * 4 * 32) + lane;
+#pragma unroll
+    for (int i = 0; i < WM; ++i)
+#pragma unroll
+      for (int j = 0; j < WN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) mine[((i * WN + j) * 4 + e) * 32] = acc[i][j][e];
+    __syncthreads();
+    if (wk != 0) return;
+#pragma unroll
+    for (int i = 0; i < WM; ++i)
+#pragma unroll
+      for (int j = 0; j < WN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float sum = 0.0f;
+#pragma unroll
+          for (int q = 0; q < WARPS_K; ++q) sum += join[((q * WARPS_N + wn) * (WM * WN * 4) + (i * WN + j) * 4 + e) * 32 + lane];
+          acc[i][j][e] = sum;
+        }
   }
   // acc[i][j]: tokens 16 (tile0 + i) + g (e 0, 1) and + 8 (e 2, 3), weight rows n_w + 8 j + 2 t, + 1
 #pragma unroll
@@ -209,11 +236,12 @@ __global__ void __launch_bounds__(Tile<WM, WN, WARPS_M, WARPS_N, D>::THREADS)
 }
 
 // a_frags, then gemm<...> as its programmatic dependent, on stream st. work: workspace_bytes(m, k)
-// bytes, 16-byte aligned. k % (32 D) == 0. Returns a cudaError_t code.
-template <int WM, int WN, int WARPS_M, int WARPS_N, int D>
+// bytes, 16-byte aligned. (k / 32) % (WARPS_K D) == 0. Returns a cudaError_t code.
+template <int WM, int WN, int WARPS_N, int WARPS_K, int D>
 int launch(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, void* work, int m, int n, int k,
            cudaStream_t st) {
-  using T = Tile<WM, WN, WARPS_M, WARPS_N, D>;
+  using T = Tile<WM, WN, WARPS_N, WARPS_K, D>;
+  if ((k / 32) % (WARPS_K * D)) return static_cast<int>(cudaErrorInvalidValue);
   cudaGetLastError();  // an earlier, unrelated error must not be reported as this launch's
   const long long items = tiles16(m) * (k / 32) * 32;
   uint4* vals = static_cast<uint4*>(work);
@@ -222,16 +250,18 @@ int launch(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, v
       static_cast<const uint8_t*>(a_vals), static_cast<const uint8_t*>(a_meta), vals, meta, m, k, items);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return static_cast<int>(e);
+  const long long rows = (m + T::TM - 1) / T::TM;
+  if (rows > 65535) return static_cast<int>(cudaErrorInvalidValue);
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.gridDim = dim3(static_cast<unsigned>((n + T::TN - 1) / T::TN), static_cast<unsigned>((m + T::TM - 1) / T::TM));
+  cfg.gridDim = dim3(static_cast<unsigned>((n + T::TN - 1) / T::TN), static_cast<unsigned>(rows));
   cfg.blockDim = dim3(T::THREADS);
   cfg.stream = st;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  return static_cast<int>(cudaLaunchKernelEx(&cfg, gemm<WM, WN, WARPS_M, WARPS_N, D>, static_cast<const uint4*>(vals),
+  return static_cast<int>(cudaLaunchKernelEx(&cfg, gemm<WM, WN, WARPS_N, WARPS_K, D>, static_cast<const uint4*>(vals),
                                              static_cast<const uint32_t*>(meta), static_cast<const uint8_t*>(b_fp8),
                                              static_cast<__nv_bfloat16*>(c), m, n, k));
 }
