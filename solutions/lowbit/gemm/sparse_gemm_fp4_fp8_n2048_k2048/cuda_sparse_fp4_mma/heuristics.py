@@ -13,10 +13,7 @@ tools/probe_sparse_mma.py --ms 17,24,32,48,64,96,128 --no-host (H200, 2026-12-04
 TILES = ((1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (2, 8), (4, 1), (4, 2), (4, 4))  # the kernel's instantiations
 # name -> (m64 blocks a consumer warpgroup, K splits: a cluster of that many CTAs a tile)
 SPARSE_MMA = {"wgmma_sp_128": (1, 1), "wgmma_sp_256": (2, 1), "wgmma_sp_128_k2": (1, 2)}
-# name -> the warp-level sparse-MMA kernel's instantiation (sparse_mma_sync_sp.cuh; tokens x weight rows a CTA)
-SPARSE_SYNC = {"sync_32x16_k8": 0, "sync_32x32_k4": 1, "sync_32x32_k8": 2, "sync_64x16_k8": 3, "sync_16x64_k4": 4,
-               "sync_32x64_k2": 5, "sync_16x32_k4": 6, "sync_16x32_k8": 7}
-PATHS = ("dense", *SPARSE_MMA, *SPARSE_SYNC)
+PATHS = ("dense", *SPARSE_MMA)
 
 # (most rows m, tile, why)
 RULES = (

@@ -25,7 +25,7 @@ import torch
 from .build import library
 from .checks import check_tensor
 from .dense_mm import mm_fp32_sums
-from .heuristics import PATHS, SPARSE_MMA, SPARSE_SYNC, TILES, choose
+from .heuristics import PATHS, SPARSE_MMA, TILES, choose
 
 _HERE = Path(__file__).resolve().parent
 DEF_N, DEF_K = 2048, 2048
@@ -34,7 +34,7 @@ _BYTES = (torch.int8, torch.uint8)
 
 class _Plan(NamedTuple):
     empty: bool
-    path: str = "small"  # "small", "dense", "sparse_mma" or "sparse_sync"
+    path: str = "small"  # "small", "dense" or "sparse_mma"
     m: int = 0
     n: int = 0
     k: int = 0
@@ -43,8 +43,7 @@ class _Plan(NamedTuple):
     ysplit: int = 0
     mw: int = 0          # sparse_mma: m64 blocks a consumer warpgroup
     splits: int = 1      # sparse_mma: K splits (CTAs a tile)
-    work: int = 0        # sparse_mma, sparse_sync: workspace bytes
-    sync: int = 0        # sparse_sync: the kernel's instantiation
+    work: int = 0        # sparse_mma: workspace bytes
     dev: int = 0
 
 
@@ -60,8 +59,7 @@ def entry():
     code; lowbit_sparse_wgmma_sp_workspace(m, n, k) -> bytes."""
     global _LIB
     if _LIB is None:
-        lib = library(_HERE / "sparse_mma.cu",
-                      [_HERE / "sparse_mma_sync_sp.cuh", _HERE / "sparse_wgmma_sp.cuh", _HERE / "hopper_ptx.cuh"])
+        lib = library(_HERE / "sparse_mma.cu", [_HERE / "sparse_wgmma_sp.cuh", _HERE / "hopper_ptx.cuh"])
         lib.lowbit_sparse_small_m.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 6 + [ctypes.c_void_p]
         lib.lowbit_sparse_dense_operands.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
         lib.lowbit_sparse_wgmma_sp.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 5 + [ctypes.c_void_p]
@@ -69,10 +67,6 @@ def entry():
         lib.lowbit_sparse_wgmma_sp_workspace.restype = ctypes.c_longlong
         lib.lowbit_sparse_small_m.restype = lib.lowbit_sparse_dense_operands.restype = ctypes.c_int
         lib.lowbit_sparse_wgmma_sp.restype = ctypes.c_int
-        lib.lowbit_sparse_mma_sync.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 4 + [ctypes.c_void_p]
-        lib.lowbit_sparse_mma_sync.restype = ctypes.c_int
-        lib.lowbit_sparse_mma_sync_workspace.argtypes = [ctypes.c_int] * 2
-        lib.lowbit_sparse_mma_sync_workspace.restype = ctypes.c_longlong
         _LIB = lib
     return _LIB
 
@@ -105,9 +99,6 @@ def _make_plan(a_vals, a_meta, b_fp8, c, tile, definition_entry):
         raise ValueError(f"tile: {tile!r} needs n (b_fp8 dimension 0) a multiple of 128, got {n}")
     if tile == "dense":
         return _Plan(False, "dense", m, n, k, dev=dev.index)
-    if tile in SPARSE_SYNC:
-        work = (_LIB or entry()).lowbit_sparse_mma_sync_workspace(m, k)
-        return _Plan(False, "sparse_sync", m, n, k, work=work, sync=SPARSE_SYNC[tile], dev=dev.index)
     if tile in SPARSE_MMA:
         work = (_LIB or entry()).lowbit_sparse_wgmma_sp_workspace(m, n, k)
         mw, splits = SPARSE_MMA[tile]
@@ -164,12 +155,6 @@ def _launch(lib, plan, ptrs, c):
                                          stream)
         if err:
             raise RuntimeError(f"sparse-MMA launch failed: CUDA error {err}")
-        return c
-    if plan.path == "sparse_sync":
-        work = torch.empty(plan.work, dtype=torch.uint8, device=c.device)  # this call's A fragments
-        err = lib.lowbit_sparse_mma_sync(*ptrs, work.data_ptr(), plan.m, plan.n, plan.k, plan.sync, stream)
-        if err:
-            raise RuntimeError(f"warp-level sparse-MMA launch failed: CUDA error {err}")
         return c
     ab16 = torch.empty((plan.m + plan.n, plan.k), dtype=torch.bfloat16, device=c.device)  # one allocation
     a16, b16 = ab16[:plan.m], ab16[plan.m:]  # b16 starts m k 2 bytes in: 16-byte aligned as k % 128 == 0

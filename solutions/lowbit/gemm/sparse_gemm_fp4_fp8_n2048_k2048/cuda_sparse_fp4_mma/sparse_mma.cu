@@ -26,7 +26,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "sparse_mma_sync_sp.cuh"
 #include "sparse_wgmma_sp.cuh"
 
 namespace {
@@ -306,30 +305,5 @@ extern "C" int lowbit_sparse_wgmma_sp(const void* a_vals, const void* a_meta, co
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (mw == 1) return sp_wgmma::launch<1>(a_vals, a_meta, b_fp8, c, work, m, n, k, splits, s);
   if (mw == 2) return sp_wgmma::launch<2>(a_vals, a_meta, b_fp8, c, work, m, n, k, splits, s);
-  return static_cast<int>(cudaErrorInvalidValue);
-}
-
-// Bytes of the workspace lowbit_sparse_mma_sync needs for (m, k).
-extern "C" long long lowbit_sparse_mma_sync_workspace(int m, int k) { return sp_sync::workspace_bytes(m, k); }
-
-// The middle rows' path (sparse_mma_sync_sp.cuh): A's fragments into work, then the warp-level
-// sparse-MMA kernel on tile `tile` (an index into the instantiations below). work:
-// lowbit_sparse_mma_sync_workspace(m, k) bytes, 16-byte aligned, not shared with a call that may
-// run concurrently. k % 128 == 0. Returns a cudaError_t code.
-extern "C" int lowbit_sparse_mma_sync(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, void* work,
-                                      int m, int n, int k, int tile, void* stream) {
-  if (m <= 0 || n <= 0) return 0;
-  if (k <= 0 || k % 128) return static_cast<int>(cudaErrorInvalidValue);
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  switch (tile) {
-    case 0: return sp_sync::launch<2, 2, 1, 8, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 1: return sp_sync::launch<2, 2, 2, 4, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 2: return sp_sync::launch<2, 4, 1, 8, 2>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 3: return sp_sync::launch<4, 2, 1, 8, 2>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 4: return sp_sync::launch<1, 4, 2, 4, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 5: return sp_sync::launch<2, 2, 4, 2, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 6: return sp_sync::launch<1, 2, 2, 4, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-    case 7: return sp_sync::launch<1, 4, 1, 8, 4>(a_vals, a_meta, b_fp8, c, work, m, n, k, s);
-  }
   return static_cast<int>(cudaErrorInvalidValue);
 }
