@@ -6,7 +6,7 @@ wgmma.mma_async m64nNk16, f32 (+)= f16 x f16, A in registers (wgmma_dense) or in
 from pathlib import Path
 
 OUT = Path("solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/cuda_fp4_wgmma/wgmma_dense.cuh")
-WIDTHS = (32, 64, 128)  # A in registers
+WIDTHS = (32, 64, 128, 256)  # A in registers
 SS_WIDTHS = (256,)  # A in shared memory
 
 

@@ -37,7 +37,7 @@ def parse_tile(tile: str):
     form takes a workspace: a trailing 'p' ('128x128p') names the predecoded form, and 128 x 256
     tiles are the prepared form's."""
     bm, bn = (int(x) for x in tile.rstrip("p").split("x"))
-    return bm, bn, tile.endswith("p") or bn == 256
+    return bm, bn, tile.endswith("p") or bn == 256 or bm == 256
 
 
 def watchdog_entry(path: str):

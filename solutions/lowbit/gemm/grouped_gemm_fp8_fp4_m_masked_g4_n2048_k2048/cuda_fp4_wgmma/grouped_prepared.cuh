@@ -57,6 +57,8 @@ inline long long gate_words(int g, int max_m, int n, int k) { return b_ctas(g, n
 inline long long workspace_bytes(int g, int max_m, int n, int k) {
   return a_img_bytes(g, max_m, k) + b_img_bytes(g, n, k) + (gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
 }
+// the register-weights form's rescale factors: float [g][MT][KB][128]
+inline long long ratio_bytes(int g, int max_m, int k) { return static_cast<long long>(g) * m_tiles(max_m) * (k / 128) * TM * 4; }
 
 // CTAs [0, nb_ctas): B, CTA (group, 128 weight rows, 128-K block kb), thread (row t / 2, half
 // t % 2 of each of the block's two stages): 16 bytes of codes and one scale a stage -> four
@@ -64,11 +66,19 @@ inline long long workspace_bytes(int g, int max_m, int n, int k) {
 // quarter t % 4 of each stage): 16 e4m3 -> two chunks. A CTA's chunks are assembled in shared
 // memory as the image's bytes (each stage's rows are contiguous there) and written out by bulk
 // copies: a thread's own 16-byte stores would each write half a 32-byte sector.
+//
+// REGW (the register-weights form, regw below): B's CTAs only check the weight scales (the GEMM
+// decodes the weights itself); A's images hold each 128-K block's K in the order of the weights'
+// register fragments (regw::k_of), and ratio [g][MT][KB][128] gets each token row's rescale
+// factors e_kb / e_kb+1 (the last block: e_last), e_kb the row's a_scale of block kb or, where
+// that is 0, the one before (1 before the first).
+template <bool REGW>
 __global__ void __launch_bounds__(PREP_THREADS)
     prepare_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
                    const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
                    const void* __restrict__ masked_m, int masked_m_is_64, int max_m, int n, int k, int nb_ctas,
-                   uint8_t* __restrict__ a_img, uint8_t* __restrict__ b_img, uint32_t* __restrict__ gate) {
+                   uint8_t* __restrict__ a_img, uint8_t* __restrict__ b_img, uint32_t* __restrict__ gate,
+                   float* __restrict__ ratio) {
   __shared__ __align__(128) uint8_t staged[2][128 * 128];  // [stage of the block][rows x 128 bytes]
   const int KB = k / 128, KS = k / 64, MT = static_cast<int>(m_tiles(max_m)), t = threadIdx.x;
   const uint32_t st0 = smem_addr(staged);
@@ -86,10 +96,19 @@ __global__ void __launch_bounds__(PREP_THREADS)
 #pragma unroll
       for (int st = 0; st < 2; ++st) {
         const int ks = 2 * kb + st;
-        q[st] = __ldg(reinterpret_cast<const uint4*>(b_fp4 + grow * (k / 2) + ks * 32 + h * 16));
         sb[st] = __float_as_uint(__ldg(b_scale + grow * (k / 32) + ks * 2 + h));
+        if (REGW) continue;
+        q[st] = __ldg(reinterpret_cast<const uint4*>(b_fp4 + grow * (k / 2) + ks * 32 + h * 16));
         dst[st] = b_img + ((((static_cast<size_t>(grp) * (n / TN) + row / TN) * KS + ks) * TN) + nblk * 128 % TN) * 128;
       }
+      if (REGW) {
+#pragma unroll
+        for (int st = 0; st < 2; ++st) {
+          bool ok;
+          whole_factor(sb[st], ok);
+          bad = bad || !ok;
+        }
+      } else {
       bytes = 128 * 128;
 #pragma unroll
       for (int st = 0; st < 2; ++st) {
@@ -106,6 +125,7 @@ __global__ void __launch_bounds__(PREP_THREADS)
           st_shared16(st0 + st * 128 * 128 + r * 128 + (((4 * h + i) ^ (r & 7)) << 4), v);
         }
       }
+      }
     }
   } else {
     cta -= nb_ctas;
@@ -115,19 +135,44 @@ __global__ void __launch_bounds__(PREP_THREADS)
       const int qq = t & 3, r = t >> 2, row = mb * TM + half * 64 + r;  // r: row in the half (r % 8 = row % 8)
       const bool valid = row < rows;
       uint4 v[2] = {make_uint4(0u, 0u, 0u, 0u), make_uint4(0u, 0u, 0u, 0u)};
-      float s = 1.0f;
+      float s = 1.0f, rt = 1.0f;
       if (valid) {
         const size_t grow = static_cast<size_t>(grp) * max_m + row;
         s = __ldg(a_scale + grow * KB + kb);
 #pragma unroll
-        for (int st = 0; st < 2; ++st)
-          v[st] = __ldg(reinterpret_cast<const uint4*>(a_fp8 + grow * k + (2 * kb + st) * 64 + qq * 16));
+        for (int st = 0; st < 2; ++st)  // REGW: quarter qq of the block's 128 bytes, else of each stage's 64
+          v[st] = __ldg(reinterpret_cast<const uint4*>(a_fp8 + grow * k + (REGW ? kb * 128 + qq * 32 + st * 16
+                                                                                : (2 * kb + st) * 64 + qq * 16)));
         bad = !(s == 0.0f || (fabsf(s) >= SCALE_MIN && fabsf(s) <= SCALE_MAX));  // NaN fails both
+        if (REGW && qq == 0) {  // the rescale factor after block kb, as prepared_gemm computes it
+          float e = 1.0f;
+          for (int j = 0; j <= kb; ++j) {
+            const float x = __ldg(a_scale + grow * KB + j);
+            e = x != 0.0f ? x : e;
+          }
+          if (kb + 1 < KB) {
+            const float x = __ldg(a_scale + grow * KB + kb + 1);
+            rt = e / (x != 0.0f ? x : e);
+          } else {
+            rt = e;
+          }
+        }
       }
       const uint32_t z = s == 0.0f ? 0u : 0x3c003c00u;  // x 0 (keeps NaN) or x 1
+      if (REGW) {
+        if (qq == 0) ratio[((static_cast<size_t>(grp) * MT + mb) * KB + kb) * TM + half * 64 + r] = rt;
+        // byte pair p (K 32 qq + 2 p, + 1 of the block) -> stage p / 8, chunk p % 8, word qq (regw::k_of)
+        const uint32_t w[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
+#pragma unroll
+        for (int p = 0; p < 16; ++p) {
+          const uint32_t x = f16x2_mul(e4m3x2_to_f16x2(w[p / 2] >> (16 * (p % 2))), z);
+          st_shared4(st0 + (p / 8) * 128 * 128 + r * 128 + (((p % 8) ^ (r & 7)) << 4) + qq * 4, x);
+        }
+      }
 #pragma unroll
       for (int st = 0; st < 2; ++st) {
         dst[st] = a_img + (((static_cast<size_t>(grp) * MT + mb) * KS + 2 * kb + st) * TM + half * 64) * 128;
+        if (REGW) continue;
         const uint32_t w[4] = {v[st].x, v[st].y, v[st].z, v[st].w};
 #pragma unroll
         for (int c = 0; c < 2; ++c) {  // chunk 2 qq + c: bytes 8 c .. 8 c + 7 of the thread's 16
@@ -158,16 +203,18 @@ __device__ __forceinline__ bool gate_set(const uint32_t* gate, int words, int ti
   return __syncthreads_or(bad) != 0;
 }
 
-// Tile blockIdx.x of a list holding first the tiles with rows (group-major, m-tiles, weight
-// columns fastest), then those wholly past masked_m: (group, m-tile, 256-column block, rows).
-__device__ __forceinline__ int4 tile_of(int tile, const void* masked_m, int masked_m_is_64, int groups, int max_m, int nb) {
-  const int mt = static_cast<int>(m_tiles(max_m));
+// Tile blockIdx.x of a list holding first the tiles with rows (group-major, m-tiles of tm token
+// rows, weight column blocks fastest), then those wholly past masked_m: (group, m-tile, column
+// block, rows).
+__device__ __forceinline__ int4 tile_of(int tile, const void* masked_m, int masked_m_is_64, int groups, int max_m, int nb,
+                                        int tm) {
+  const int mt = (max_m + tm - 1) / tm;
   int busy = 0;
-  for (int gi = 0; gi < groups; ++gi) busy += (clamp_rows(masked_m, masked_m_is_64, gi, max_m) + TM - 1) / TM * nb;
+  for (int gi = 0; gi < groups; ++gi) busy += (clamp_rows(masked_m, masked_m_is_64, gi, max_m) + tm - 1) / tm * nb;
   const bool zero = tile >= busy;
   int j = zero ? tile - busy : tile;
   for (int gi = 0; gi < groups; ++gi) {
-    const int rows = clamp_rows(masked_m, masked_m_is_64, gi, max_m), full = (rows + TM - 1) / TM;
+    const int rows = clamp_rows(masked_m, masked_m_is_64, gi, max_m), full = (rows + tm - 1) / tm;
     const int here = (zero ? mt - full : full) * nb;
     if (j < here) return make_int4(gi, (zero ? full : 0) + j / nb, j % nb, rows);
     j -= here;
@@ -191,7 +238,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   if (fallback) return;  // the producer form computes c
   const int NB = n / TN, KS = k / 64, KB = k / 128, MT = static_cast<int>(m_tiles(max_m));
   if (tid == 0) {
-    s_tile = tile_of(blockIdx.x, masked_m, masked_m_is_64, groups, max_m, NB);
+    s_tile = tile_of(blockIdx.x, masked_m, masked_m_is_64, groups, max_m, NB, TM);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(bars + s, 1);             // full: the producer's expect_tx arrival + the bytes
       mbar_init(bars + STAGES + s, 256);  // empty: every consumer thread

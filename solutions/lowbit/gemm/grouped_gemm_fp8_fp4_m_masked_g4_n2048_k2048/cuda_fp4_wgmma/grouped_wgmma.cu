@@ -325,6 +325,7 @@ __device__ __forceinline__ void zero_rows_async(__nv_bfloat16* c, RowsOf rows_of
 }
 
 #include "grouped_prepared.cuh"
+#include "grouped_regw.cuh"
 
 // The predecoded form's operand, written by predecode_kernel earlier in the same stream: B' of
 // every (group, 128-K block kb, weight row) as the 256 bytes of the row in a stage (the two
@@ -1432,8 +1433,8 @@ int launch_prepared(const uint8_t* a8, const float* as, const uint8_t* b4, const
   uint8_t* a_img = static_cast<uint8_t*>(workspace);
   uint8_t* b_img = a_img + P::a_img_bytes(g, max_m, k);
   uint32_t* gate = reinterpret_cast<uint32_t*>(b_img + P::b_img_bytes(g, n, k));
-  P::prepare_kernel<<<static_cast<unsigned>(words), P::PREP_THREADS, 0, s>>>(
-      a8, as, b4, bs, masked_m, masked_m_is_64, max_m, n, k, static_cast<int>(nb_ctas), a_img, b_img, gate);
+  P::prepare_kernel<false><<<static_cast<unsigned>(words), P::PREP_THREADS, 0, s>>>(
+      a8, as, b4, bs, masked_m, masked_m_is_64, max_m, n, k, static_cast<int>(nb_ctas), a_img, b_img, gate, nullptr);
   e = cudaGetLastError();
   if (e != cudaSuccess) return static_cast<int>(e);
   e = launch_dependent<P::prepared_gemm, P::THREADS, P::SMEM>(
@@ -1442,6 +1443,34 @@ int launch_prepared(const uint8_t* a8, const float* as, const uint8_t* b4, const
   if (e != cudaSuccess) return static_cast<int>(e);
   // the fallback is scheduled once prepared_gemm's CTAs have read the gate (they then allow it), so
   // that with the gate clear its launch overlaps prepared_gemm and its CTAs return as that ends
+  const Predecoded fallback{nullptr, nullptr, nullptr, nullptr, gate, static_cast<int>(words)};
+  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(
+      g * P::m_tiles(max_m) * (n / 128), s, true, a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, fallback);
+}
+
+// The register-weights form (grouped_regw.cuh): prepare_kernel<true>, regw_gemm as its
+// programmatic dependent, then the producer form gated as in the prepared form.
+int launch_regw(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
+                int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, void* workspace, cudaStream_t s) {
+  namespace P = prepared;
+  namespace R = regw;
+  int sms = 0;
+  cudaError_t e = configure<R::regw_gemm, R::SMEM>(sms);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  const long long nb_ctas = P::b_ctas(g, n, k), words = P::gate_words(g, max_m, n, k);
+  const long long tiles = g * R::t_tiles(max_m) * (n / R::TW);
+  if (words >= (1LL << 31) || tiles >= (1LL << 31)) return static_cast<int>(cudaErrorInvalidValue);
+  uint8_t* a_img = static_cast<uint8_t*>(workspace);
+  float* ratio = reinterpret_cast<float*>(a_img + P::a_img_bytes(g, max_m, k));
+  uint32_t* gate = reinterpret_cast<uint32_t*>(reinterpret_cast<uint8_t*>(ratio) + P::ratio_bytes(g, max_m, k));
+  P::prepare_kernel<true><<<static_cast<unsigned>(words), P::PREP_THREADS, 0, s>>>(
+      a8, as, b4, bs, masked_m, masked_m_is_64, max_m, n, k, static_cast<int>(nb_ctas), a_img, nullptr, gate, ratio);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return static_cast<int>(e);
+  e = launch_dependent<R::regw_gemm, R::THREADS, R::SMEM>(
+      static_cast<unsigned>(tiles), s, static_cast<const uint8_t*>(a_img), static_cast<const float*>(ratio),
+      static_cast<const uint32_t*>(gate), static_cast<int>(words), b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k);
+  if (e != cudaSuccess) return static_cast<int>(e);
   const Predecoded fallback{nullptr, nullptr, nullptr, nullptr, gate, static_cast<int>(words)};
   return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(
       g * P::m_tiles(max_m) * (n / 128), s, true, a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, fallback);
@@ -1464,6 +1493,7 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
                                     int bm, int bn, void* workspace, void* stream) {
   if (g <= 0 || max_m <= 0) return 0;
   const bool tile_ok = (bm == 128 && (bn == 128 || (bn == 64 && !workspace) || (bn == 256 && workspace))) ||
+                       (bm == regw::TT && bn == regw::TW && workspace) ||
                        ((bm == SW_TN && bn == SW_ROWS) || sync_tile(bm, bn)) && !workspace;
   if (!tile_ok || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0) return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -1481,6 +1511,8 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
   if (bm == SW_TN)  // a CTA owns SW_ROWS weight rows and all token rows of a group
     return launch<grouped_swapped_kernel<SW_TN, SW_SPLIT>, SW_SPLIT * 128, SwSmem<SW_TN, SW_SPLIT>::BYTES>(
         static_cast<long long>(g) * (n / SW_ROWS), s, false, a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k);
+  if (bm == regw::TT)
+    return launch_regw(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, workspace, s);
   if (bn == prepared::TN)
     return launch_prepared(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, workspace, s);
   const long long tiles = g * m_tiles * (n / bn);
@@ -1510,6 +1542,9 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
 // predecoded_b_bytes above says what it holds) or the prepared form (128 x 256,
 // grouped_prepared.cuh); 0 for the forms without one.
 extern "C" long long lowbit_grouped_workspace_bytes(int g, int max_m, int n, int k, int bm, int bn) {
+  if (bm == regw::TT && bn == regw::TW)
+    return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) +
+           (prepared::gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
   if (bm != 128 || (bn != 128 && bn != prepared::TN)) return 0;
   if (bn == prepared::TN) return prepared::workspace_bytes(g, max_m, n, k);
   return predecoded_b_bytes(g, n, k) + whole_flag_bytes(g, n, k) + SPLIT_BYTES;

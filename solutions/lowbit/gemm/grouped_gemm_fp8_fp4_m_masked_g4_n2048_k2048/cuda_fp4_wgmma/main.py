@@ -65,7 +65,8 @@ def entry():
     global _ENTRY
     if _ENTRY is None:
         lib = library(_HERE / "grouped_wgmma.cu",
-                      [_HERE / "hopper_ptx.cuh", _HERE / "wgmma_dense.cuh", _HERE / "grouped_prepared.cuh"])
+                      [_HERE / "hopper_ptx.cuh", _HERE / "wgmma_dense.cuh", _HERE / "grouped_prepared.cuh",
+                       _HERE / "grouped_regw.cuh"])
         fn = lib.lowbit_grouped_wgmma
         fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p] * 2
         fn.restype = ctypes.c_int

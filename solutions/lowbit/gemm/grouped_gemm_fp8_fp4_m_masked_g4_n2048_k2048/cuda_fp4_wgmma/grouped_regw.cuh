@@ -1,0 +1,242 @@
+// The register-weights form, for groups of many token rows: c^T = B' A^T with the weights on
+// wgmma's register operand, decoded there by the threads that multiply them, and the tokens
+// converted to fp16 once a call by prepared::prepare_kernel<true>. Included by grouped_wgmma.cu
+// inside its namespace, after grouped_prepared.cuh.
+//
+// Three launches a call, each a programmatic dependent of the one before:
+//   prepare_kernel<true>  A e4m3 -> fp16 stage images (as the prepared form's, but each 128-K
+//                         block's K in the fragments' order, k_of below), each token row's
+//                         rescale factors, and the gate (weight scales outside the whole fold,
+//                         a_scale outside 2^-45 .. 2^45)
+//   regw_gemm             when no gate word is set: one CTA a tile of 256 token rows x 128 weight
+//                         rows, 384 threads
+//     warpgroup 0, one thread: per 64-K stage the tokens' image (two 16 KiB bulk copies: the
+//                         two 128-row image tiles) and, with a block's second stage, the block's
+//                         256 rescale factors, into a ring 4 deep
+//     warpgroups 1, 2 (64 weight rows each): per 128-K block each thread loads its two weight
+//                         rows' 16 bytes of codes and their one per-32 scale two blocks ahead
+//                         (registers, the loop unrolled by two), decodes them into the 8 steps'
+//                         register fragments (prmt, x the scale in fp16: the whole fold), then
+//                         8 x wgmma m64n256k16 (tokens from shared memory), waits, and multiplies
+//                         each token column's accumulators by its rescale factor
+//     epilogue: bf16, transposed through shared memory, 16 bytes a thread a store
+//   the producer form, gated as after prepared_gemm
+//
+// K order inside a 128-K block: step s (k16, 0..7), fragment column c (0..15) multiply
+// K = 32 t + 4 s + q with t = (c % 8) / 2, q = c % 2 + 2 (c / 8): a thread (t = lane % 4) holds
+// K 32 t .. 32 t + 31 of its rows, one 16-byte load and one per-32 scale a row, and the decode's
+// four f16x2 of a code word are steps 2 i and 2 i + 1's two column pairs.
+//
+// The accumulators are rescaled as in prepared_gemm (one set, acc *= e_kb / e_kb+1 after each
+// block, e_last after the last), with the factors from the first pass: the same arithmetic.
+#pragma once
+
+namespace regw {
+
+constexpr int TT = 256, TW = 128;          // tile: token rows (wgmma's N) x weight rows (M)
+constexpr int TOK_BYTES = TT * 128;        // a stage of tokens: 256 rows x 64 K x fp16
+constexpr int RATIO_BYTES = TT * 4;        // a block's rescale factors
+constexpr int SLOT = TOK_BYTES + RATIO_BYTES;  // 33 KiB, a multiple of the swizzle's 1024 bytes
+constexpr int STAGES = 4;
+constexpr int SMEM = STAGES * SLOT + 1024 + 2 * STAGES * 8;
+constexpr int THREADS = 384;
+constexpr int OUT_PITCH = TW * 2 + 16;     // bytes a token row of the epilogue's bf16 staging
+static_assert(SLOT % 1024 == 0, "slots keep the swizzle's alignment");
+static_assert(SMEM <= 227 * 1024, "shared memory");
+static_assert(TT * OUT_PITCH <= STAGES * SLOT, "the epilogue's staging fits the ring");
+
+__host__ __device__ inline long long t_tiles(int max_m) { return (max_m + TT - 1) / TT; }
+
+// The K (0..127) of a 128-K block that step s, fragment column c multiplies (module comment).
+__host__ __device__ constexpr int k_of(int s, int c) { return 32 * ((c % 8) / 2) + 4 * s + c % 2 + 2 * (c / 8); }
+
+struct Codes {
+  uint4 w0, w1;   // rows r0, r0 + 8: 16 bytes of codes each
+  float s0, s1;   // their per-32 scales
+};
+
+__device__ __forceinline__ Codes load_codes(const uint8_t* c0, const uint8_t* c1, const float* s0, const float* s1,
+                                            int kb) {
+  Codes x;
+  x.w0 = __ldg(reinterpret_cast<const uint4*>(c0 + kb * 64));
+  x.w1 = __ldg(reinterpret_cast<const uint4*>(c1 + kb * 64));
+  x.s0 = __ldg(s0 + kb * 4);
+  x.s1 = __ldg(s1 + kb * 4);
+  return x;
+}
+
+// A block's 8 steps of register fragments: frag[s] = {row r0 cols 2t, 2t+1; r0 + 8 same; r0 cols
+// 2t+8, 2t+9; r0 + 8 same}, each code x its scale (exact: the gate admits only the whole fold).
+__device__ __forceinline__ void decode_block(const Codes& x, uint32_t (&frag)[8][4]) {
+  bool ok;
+  const uint32_t f0 = whole_factor(__float_as_uint(x.s0), ok), f1 = whole_factor(__float_as_uint(x.s1), ok);
+  const uint32_t g0 = f0 | (f0 << 16), g1 = f1 | (f1 << 16);
+  const uint32_t a[4] = {x.w0.x, x.w0.y, x.w0.z, x.w0.w}, b[4] = {x.w1.x, x.w1.y, x.w1.z, x.w1.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {  // word i: K 32 t + 8 i .. + 7, steps 2 i and 2 i + 1
+    uint32_t d0[4], d1[4];
+    e2m1x8_to_f16x2x4(a[i], d0);
+    e2m1x8_to_f16x2x4(b[i], d1);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      d0[j] = f16x2_mul(d0[j], g0);
+      d1[j] = f16x2_mul(d1[j], g1);
+    }
+    frag[2 * i][0] = d0[0];
+    frag[2 * i][1] = d1[0];
+    frag[2 * i][2] = d0[1];
+    frag[2 * i][3] = d1[1];
+    frag[2 * i + 1][0] = d0[2];
+    frag[2 * i + 1][1] = d1[2];
+    frag[2 * i + 1][2] = d0[3];
+    frag[2 * i + 1][3] = d1[3];
+  }
+}
+
+__global__ void __launch_bounds__(THREADS, 1)
+    regw_gemm(const uint8_t* __restrict__ a_img, const float* __restrict__ ratio, const uint32_t* __restrict__ gate,
+              int gate_count, const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
+              const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c, int groups,
+              int max_m, int n, int k) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const uint32_t base = smem_addr(smem);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + STAGES * SLOT);  // full [STAGES], empty [STAGES]
+  __shared__ int4 s_tile;
+  const int tid = threadIdx.x, wg = tid >> 7;
+  wait_for_prerequisites();  // the first pass's images, factors and gate complete and visible
+  const bool fallback = prepared::gate_set(gate, gate_count, tid, THREADS);
+  launch_dependents();
+  if (fallback) return;  // the producer form computes c
+  const int NB = n / TW, KS = k / 64, KB = k / 128, MT = static_cast<int>(prepared::m_tiles(max_m));
+  if (tid == 0) {
+    s_tile = prepared::tile_of(blockIdx.x, masked_m, masked_m_is_64, groups, max_m, NB, TT);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(bars + s, 1);             // full: the producer's expect_tx arrival + the bytes
+      mbar_init(bars + STAGES + s, 256);  // empty: every consumer thread
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const int grp = s_tile.x, mt = s_tile.y, nb = s_tile.z, rows = s_tile.w;
+  __nv_bfloat16* cg = c + (static_cast<size_t>(grp) * max_m + mt * TT) * n + nb * TW;
+  const int tile_rows = min(TT, max_m - mt * TT);
+  if (mt * TT >= rows) {  // wholly past masked_m: zeros, 16 bytes a thread a step
+    for (int i = tid; i < tile_rows * (TW / 8); i += THREADS)
+      *reinterpret_cast<uint4*>(cg + static_cast<size_t>(i / (TW / 8)) * n + 8 * (i % (TW / 8))) = make_uint4(0u, 0u, 0u, 0u);
+    return;
+  }
+
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      const int mb = 2 * mt;  // the first of the tile's two 128-row image tiles
+      const bool two = mb + 1 < MT && (mb + 1) * prepared::TM < rows;  // the first pass wrote the second
+      const uint8_t* a_src = a_img + (static_cast<size_t>(grp) * MT + mb) * KS * prepared::A_BYTES;
+      const float* r_src = ratio + (static_cast<size_t>(grp) * MT + mb) * KB * prepared::TM;
+      const size_t a_next = static_cast<size_t>(KS) * prepared::A_BYTES, r_next = static_cast<size_t>(KB) * prepared::TM;
+      for (int ks = 0; ks < KS; ++ks) {
+        const int s = ks % STAGES;
+        mbar_wait(bars + STAGES + s, ((ks / STAGES) & 1) ^ 1);
+        const uint32_t fb = smem_addr(bars + s), sb = base + s * SLOT;
+        const bool last = ks & 1;  // a block's second stage brings its factors
+        expect_tx(fb, (two ? 2 : 1) * (prepared::A_BYTES + (last ? 512 : 0)));
+        const size_t off = static_cast<size_t>(ks) * prepared::A_BYTES;
+        bulk_g2s(sb, a_src + off, prepared::A_BYTES, fb);
+        if (two) bulk_g2s(sb + prepared::A_BYTES, a_src + a_next + off, prepared::A_BYTES, fb);
+        if (last) {
+          const size_t roff = static_cast<size_t>(ks / 2) * prepared::TM;
+          bulk_g2s(sb + TOK_BYTES, r_src + roff, 512, fb);
+          if (two) bulk_g2s(sb + TOK_BYTES + 512, r_src + r_next + roff, 512, fb);
+        }
+      }
+    }
+    return;
+  }
+  setmaxnreg_inc<232>();
+  const int cw = wg - 1, lt = tid & 127, w = lt >> 5, l = lt & 31, gq = l >> 2, t = l & 3;
+  const int r0 = nb * TW + cw * 64 + 16 * w + gq;  // this thread's weight rows r0 and r0 + 8
+  const size_t row0 = static_cast<size_t>(grp) * n + r0;
+  const uint8_t* c0 = b_fp4 + row0 * (k / 2) + 16 * t;
+  const uint8_t* c1 = c0 + 8 * static_cast<size_t>(k / 2);
+  const float* s0 = b_scale + row0 * (k / 32) + t;
+  const float* s1 = s0 + 8 * static_cast<size_t>(k / 32);
+  const uint64_t db0 = b_desc(base);
+  float acc[TT / 2];
+#pragma unroll
+  for (int i = 0; i < TT / 2; ++i) acc[i] = 0.0f;
+  int s = 0;
+  uint32_t ph = 0;
+  // one 128-K block: decode, two stages of 4 MMAs, the next loads into the same registers, rescale
+  auto block = [&](Codes& x, int kb) {
+    uint32_t frag[8][4];
+#ifdef REGW_NO_DECODE
+    const uint32_t raw[4] = {x.w0.x, x.w0.y, x.w1.x, x.w1.y};
+    for (int j = 0; j < 8; ++j) for (int e = 0; e < 4; ++e) frag[j][e] = raw[e] ^ j;
+#else
+    decode_block(x, frag);
+#endif
+    if (kb + 2 < KB) x = load_codes(c0, c1, s0, s1, kb + 2);
+    int slot[2];
+#pragma unroll
+    for (int st = 0; st < 2; ++st) {
+      mbar_wait(bars + s, ph);
+      const uint64_t off = static_cast<uint64_t>((s * SLOT) >> 4);
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < 4; ++j) wgmma_dense(acc, frag[4 * st + j], db0 + off + 2 * j, 1u);
+      wgmma_commit();
+      slot[st] = s;
+      if (++s == STAGES) {
+        s = 0;
+        ph ^= 1u;
+      }
+    }
+    wgmma_wait<1>();
+    mbar_arrive(bars + STAGES + slot[0]);
+    wgmma_wait<0>();
+    keep_f(acc);
+    const uint32_t rf = base + slot[1] * SLOT + TOK_BYTES;
+#ifndef REGW_NO_RESCALE
+#pragma unroll
+    for (int i = 0; i < TT / 8; ++i) {  // accumulators 4 i + 0..1 at token columns 8 i + 2 t, + 1; 4 i + 2..3 the same
+      const float2 f = ld_shared_f2(rf + (8 * i + 2 * t) * 4);
+      acc[4 * i + 0] *= f.x;
+      acc[4 * i + 1] *= f.y;
+      acc[4 * i + 2] *= f.x;
+      acc[4 * i + 3] *= f.y;
+    }
+#endif
+    mbar_arrive(bars + STAGES + slot[1]);
+  };
+  Codes xa = load_codes(c0, c1, s0, s1, 0), xb = xa;
+  if (KB > 1) xb = load_codes(c0, c1, s0, s1, 1);
+#pragma unroll 1
+  for (int kb = 0; kb < KB; kb += 2) {
+    block(xa, kb);
+    if (kb + 1 < KB) block(xb, kb + 1);
+  }
+  // epilogue: every MMA has retired and every stage has landed, so the ring is free: bf16 staged
+  // transposed there ([token][weight row]), then stored 16 bytes a thread
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  const int wr = cw * 64 + 16 * w + gq;  // weight row in the tile of accumulators 4 i + 0..1 (+ 8: 4 i + 2..3)
+#pragma unroll
+  for (int i = 0; i < TT / 8; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int tok = 8 * i + 2 * t + (e & 1), row = wr + 8 * (e >> 1);
+      const __nv_bfloat16 v = __float2bfloat16_rn(acc[4 * i + e]);
+      asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(base + tok * OUT_PITCH + row * 2),
+                   "h"(*reinterpret_cast<const unsigned short*>(&v)) : "memory");
+    }
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  const int ct = tid - 128;
+  for (int i = ct; i < TT * (TW / 8); i += 256) {
+    const int tok = i / (TW / 8), ch = i % (TW / 8);
+    if (tok >= tile_rows) break;
+    const uint4 v = mt * TT + tok < rows ? ld_shared16(base + tok * OUT_PITCH + ch * 16) : make_uint4(0u, 0u, 0u, 0u);
+    *reinterpret_cast<uint4*>(cg + static_cast<size_t>(tok) * n + 8 * ch) = v;
+  }
+}
+
+}  // namespace regw
