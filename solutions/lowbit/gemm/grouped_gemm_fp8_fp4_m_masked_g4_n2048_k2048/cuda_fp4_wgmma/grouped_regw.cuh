@@ -37,7 +37,10 @@ constexpr int TT = 256, TW = 128;          // tile: token rows (wgmma's N) x wei
 constexpr int TOK_BYTES = TT * 128;        // a stage of tokens: 256 rows x 64 K x fp16
 constexpr int RATIO_BYTES = TT * 4;        // a block's rescale factors
 constexpr int SLOT = TOK_BYTES + RATIO_BYTES;  // 33 KiB, a multiple of the swizzle's 1024 bytes
-constexpr int STAGES = 4;
+#ifndef REGW_STAGES
+#define REGW_STAGES 4
+#endif
+constexpr int STAGES = REGW_STAGES;
 constexpr int SMEM = STAGES * SLOT + 1024 + 2 * STAGES * 8;
 constexpr int THREADS = 384;
 constexpr int OUT_PITCH = TW * 2 + 16;     // bytes a token row of the epilogue's bf16 staging
