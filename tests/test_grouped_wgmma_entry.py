@@ -40,17 +40,18 @@ def test_cpu_tensors_are_refused_as_not_hopper():
 @pytest.mark.parametrize("max_m, rows, tile", [
     (1, 1, (8, 32)), (8, 8, (8, 32)), (16, 8, (16, 32)), (4096, 16, (16, 32)), (32, 17, (32, 64)),
     (64, 32, (32, 64)), (64, 33, (128, 64)), (128, 128, (128, 64)), (256, 129, (128, 128)),
-    (256, 256, (128, 128)), (512, 257, (128, 256, "prepared")), (512, 512, (128, 256, "prepared")),
-    (4096, 4096, (128, 256, "prepared"))])
+    (256, 256, (128, 128)), (512, 257, (256, 128, "register")), (512, 512, (256, 128, "register")),
+    (4096, 1024, (256, 128, "register")), (4096, 1025, (128, 256, "prepared")), (4096, 4096, (128, 256, "prepared"))])
 def test_tile_by_the_tiles_that_hold_rows(max_m, rows, tile):
     # the mma.sync tokens-as-N form while a bucket holds 8 rows or the hint says 16, the wgmma one
     # up to 32 rows; then 4 groups x 16 column tiles of 128: 128 x 64 tiles while those still fit
-    # one wave of SMs, 128 x 128 up to 256 rows a group, past that the prepared form
+    # one wave of SMs, 128 x 128 up to 256 rows a group, the register-weights form up to 1024, past
+    # that the prepared form
     assert main.tile_shape(4, rows, 2048, max_m) == tile
     assert tile in main.TILES
 
 
-@pytest.mark.parametrize("max_m, rows, tile", [(512, 300, (128, 128)), (1024, 513, (128, 128, "predecoded"))])
+@pytest.mark.parametrize("max_m, rows, tile", [(512, 300, (256, 128, "register")), (2048, 1025, (128, 128, "predecoded"))])
 def test_n_no_multiple_of_256_keeps_128_wide_tiles(max_m, rows, tile):
     assert main.tile_shape(4, rows, 2048 + 128, max_m) == tile
 

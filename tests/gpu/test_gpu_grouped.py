@@ -159,22 +159,23 @@ def test_cuda_kernel_at_every_tile(name, tile, case):
     check(c, inputs, oracle(inputs), DEF, f"{name} {cid} tile {tile}")
 
 
+@pytest.mark.parametrize("tile", [(128, 256, "prepared"), (256, 128, "register")], ids=["prepared", "register"])
 @pytest.mark.parametrize("name", CUDA_KERNEL)
-def test_prepared_form_in_a_cuda_graph(name):
-    """The prepared form's three launches (the last two programmatic dependents) captured once
-    and replayed on new inputs whose scales clear the gate, then set it (weight scales over 30+
-    binades): the gate is read on the device at every replay."""
+def test_gated_form_in_a_cuda_graph(name, tile):
+    """The prepared and register-weights forms' three launches (the last two programmatic
+    dependents) captured once and replayed on new inputs whose scales clear the gate, then set it
+    (weight scales over 30+ binades): the gate is read on the device at every replay."""
     mod = load_solution(DEF, OWN_AUTHOR, name)
     max_m, masked_m = 300, [300, 129, 0, 257]
     inputs = make(max_m, masked_m, "quantized", seed=7)
     c = nan_output((G, max_m, N), device="cuda")
 
     def run(a, a_s, b, b_s, mm, hint, out):
-        return mod.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm, out, tile=(128, 256, "prepared"))
+        return mod.grouped_gemm_fp8_fp4_masked(a, a_s, b, b_s, mm, out, tile=tile)
     graph = capture(run, inputs, c)
     for seed, mm, how in ((8, [1, 300, 256, 128], "quantized"), (9, masked_m, "wide"), (10, masked_m, "quantized")):
         replay_on(graph, inputs, make(max_m, mm, how, seed=seed), c)
-        check(c, inputs, oracle(inputs), DEF, f"{name} prepared form in a graph, {how}, seed {seed}")
+        check(c, inputs, oracle(inputs), DEF, f"{name} {tile[2]} form in a graph, {how}, seed {seed}")
 
 
 @pytest.mark.parametrize("name", CUDA_KERNEL)

@@ -54,6 +54,9 @@ inline long long b_img_bytes(int g, int n, int k) { return static_cast<long long
 inline long long b_ctas(int g, int n, int k) { return static_cast<long long>(g) * (n / 128) * (k / 128); }
 inline long long a_ctas(int g, int max_m, int k) { return static_cast<long long>(g) * m_tiles(max_m) * 2 * (k / 128); }
 inline long long gate_words(int g, int max_m, int n, int k) { return b_ctas(g, n, k) + a_ctas(g, max_m, k); }
+// the register-weights form's first pass: B's CTAs check 128 weight rows' scales over all of K
+inline long long regw_b_ctas(int g, int n) { return static_cast<long long>(g) * (n / 128); }
+inline long long regw_gate_words(int g, int max_m, int n, int k) { return regw_b_ctas(g, n) + a_ctas(g, max_m, k); }
 inline long long workspace_bytes(int g, int max_m, int n, int k) {
   return a_img_bytes(g, max_m, k) + b_img_bytes(g, n, k) + (gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
 }
@@ -86,7 +89,21 @@ __global__ void __launch_bounds__(PREP_THREADS)
   uint8_t* dst[2] = {nullptr, nullptr};  // where the two staged stages go (null: this CTA writes nothing)
   uint32_t bytes = 0;
   int cta = blockIdx.x;
-  if (cta < nb_ctas) {
+  if (REGW && cta < nb_ctas) {  // 128 weight rows' scales, all of K: half h of each row's groups of four
+    const int nblk = cta % (n / 128), grp = cta / (n / 128);
+    if (clamp_rows(masked_m, masked_m_is_64, grp, max_m) > 0) {
+      const float* sr = b_scale + (static_cast<size_t>(grp) * n + nblk * 128 + (t >> 1)) * (k / 32);
+      for (int j = 4 * (t & 1); j < k / 32; j += 8) {
+        const uint4 q = __ldg(reinterpret_cast<const uint4*>(sr + j));
+        bool ok0, ok1, ok2, ok3;
+        whole_factor(q.x, ok0);
+        whole_factor(q.y, ok1);
+        whole_factor(q.z, ok2);
+        whole_factor(q.w, ok3);
+        bad = bad || !(ok0 && ok1 && ok2 && ok3);
+      }
+    }
+  } else if (cta < nb_ctas) {
     const int kb = cta % KB, rest = cta / KB, nblk = rest % (n / 128), grp = rest / (n / 128);
     if (clamp_rows(masked_m, masked_m_is_64, grp, max_m) > 0) {
       const int h = t & 1, r = t >> 1, row = nblk * 128 + r;
@@ -96,19 +113,10 @@ __global__ void __launch_bounds__(PREP_THREADS)
 #pragma unroll
       for (int st = 0; st < 2; ++st) {
         const int ks = 2 * kb + st;
-        sb[st] = __float_as_uint(__ldg(b_scale + grow * (k / 32) + ks * 2 + h));
-        if (REGW) continue;
         q[st] = __ldg(reinterpret_cast<const uint4*>(b_fp4 + grow * (k / 2) + ks * 32 + h * 16));
+        sb[st] = __float_as_uint(__ldg(b_scale + grow * (k / 32) + ks * 2 + h));
         dst[st] = b_img + ((((static_cast<size_t>(grp) * (n / TN) + row / TN) * KS + ks) * TN) + nblk * 128 % TN) * 128;
       }
-      if (REGW) {
-#pragma unroll
-        for (int st = 0; st < 2; ++st) {
-          bool ok;
-          whole_factor(sb[st], ok);
-          bad = bad || !ok;
-        }
-      } else {
       bytes = 128 * 128;
 #pragma unroll
       for (int st = 0; st < 2; ++st) {
@@ -124,7 +132,6 @@ __global__ void __launch_bounds__(PREP_THREADS)
           for (int b = 0; b < 4; ++b) v[b] = f16x2_mul(d[b], f2);
           st_shared16(st0 + st * 128 * 128 + r * 128 + (((4 * h + i) ^ (r & 7)) << 4), v);
         }
-      }
       }
     }
   } else {
@@ -145,17 +152,10 @@ __global__ void __launch_bounds__(PREP_THREADS)
                                                                                 : (2 * kb + st) * 64 + qq * 16)));
         bad = !(s == 0.0f || (fabsf(s) >= SCALE_MIN && fabsf(s) <= SCALE_MAX));  // NaN fails both
         if (REGW && qq == 0) {  // the rescale factor after block kb, as prepared_gemm computes it
-          float e = 1.0f;
-          for (int j = 0; j <= kb; ++j) {
-            const float x = __ldg(a_scale + grow * KB + j);
-            e = x != 0.0f ? x : e;
-          }
-          if (kb + 1 < KB) {
-            const float x = __ldg(a_scale + grow * KB + kb + 1);
-            rt = e / (x != 0.0f ? x : e);
-          } else {
-            rt = e;
-          }
+          const float x = kb + 1 < KB ? __ldg(a_scale + grow * KB + kb + 1) : 0.0f;
+          float e = s;  // a zero scale takes the last nonzero one before it (1 if none)
+          for (int j = kb - 1; e == 0.0f; --j) e = j >= 0 ? __ldg(a_scale + grow * KB + j) : 1.0f;
+          rt = kb + 1 < KB ? e / (x != 0.0f ? x : e) : e;
         }
       }
       const uint32_t z = s == 0.0f ? 0u : 0x3c003c00u;  // x 0 (keeps NaN) or x 1

@@ -37,10 +37,7 @@ constexpr int TT = 256, TW = 128;          // tile: token rows (wgmma's N) x wei
 constexpr int TOK_BYTES = TT * 128;        // a stage of tokens: 256 rows x 64 K x fp16
 constexpr int RATIO_BYTES = TT * 4;        // a block's rescale factors
 constexpr int SLOT = TOK_BYTES + RATIO_BYTES;  // 33 KiB, a multiple of the swizzle's 1024 bytes
-#ifndef REGW_STAGES
-#define REGW_STAGES 4
-#endif
-constexpr int STAGES = REGW_STAGES;
+constexpr int STAGES = 4;
 constexpr int SMEM = STAGES * SLOT + 1024 + 2 * STAGES * 8;
 constexpr int THREADS = 384;
 constexpr int OUT_PITCH = TW * 2 + 16;     // bytes a token row of the epilogue's bf16 staging
@@ -171,15 +168,22 @@ __global__ void __launch_bounds__(THREADS, 1)
   int s = 0;
   uint32_t ph = 0;
   // one 128-K block: decode, two stages of 4 MMAs, the next loads into the same registers, rescale
-  auto block = [&](Codes& x, int kb) {
-    uint32_t frag[8][4];
-#ifdef REGW_NO_DECODE
-    const uint32_t raw[4] = {x.w0.x, x.w0.y, x.w1.x, x.w1.y};
-    for (int j = 0; j < 8; ++j) for (int e = 0; e < 4; ++e) frag[j][e] = raw[e] ^ j;
-#else
-    decode_block(x, frag);
-#endif
-    if (kb + 2 < KB) x = load_codes(c0, c1, s0, s1, kb + 2);
+  // after a block's MMAs: each token column's accumulators times its factor (acc 4 i + 0..1 at
+  // columns 8 i + 2 t, + 1; 4 i + 2..3 the same columns, row + 8)
+  auto rescale = [&](int slot) {
+    const uint32_t rf = base + slot * SLOT + TOK_BYTES;
+#pragma unroll
+    for (int i = 0; i < TT / 8; ++i) {
+      const float2 f = ld_shared_f2(rf + (8 * i + 2 * t) * 4);
+      acc[4 * i + 0] *= f.x;
+      acc[4 * i + 1] *= f.y;
+      acc[4 * i + 2] *= f.x;
+      acc[4 * i + 3] *= f.y;
+    }
+  };
+  // block kb: its two stages' MMAs from cur; block kb + 1 decoded into nxt under them from x,
+  // which then takes block kb + 3's codes; the MMAs waited for, their slots released, rescale
+  auto block = [&](uint32_t (&cur)[8][4], uint32_t (&nxt)[8][4], Codes& x, int kb) {
     int slot[2];
 #pragma unroll
     for (int st = 0; st < 2; ++st) {
@@ -187,7 +191,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       const uint64_t off = static_cast<uint64_t>((s * SLOT) >> 4);
       wgmma_fence();
 #pragma unroll
-      for (int j = 0; j < 4; ++j) wgmma_dense(acc, frag[4 * st + j], db0 + off + 2 * j, 1u);
+      for (int j = 0; j < 4; ++j) wgmma_dense(acc, cur[4 * st + j], db0 + off + 2 * j, 1u);
       wgmma_commit();
       slot[st] = s;
       if (++s == STAGES) {
@@ -195,29 +199,26 @@ __global__ void __launch_bounds__(THREADS, 1)
         ph ^= 1u;
       }
     }
+    if (kb + 1 < KB) decode_block(x, nxt);
+    if (kb + 3 < KB) x = load_codes(c0, c1, s0, s1, kb + 3);
     wgmma_wait<1>();
     mbar_arrive(bars + STAGES + slot[0]);
     wgmma_wait<0>();
     keep_f(acc);
-    const uint32_t rf = base + slot[1] * SLOT + TOK_BYTES;
-#ifndef REGW_NO_RESCALE
 #pragma unroll
-    for (int i = 0; i < TT / 8; ++i) {  // accumulators 4 i + 0..1 at token columns 8 i + 2 t, + 1; 4 i + 2..3 the same
-      const float2 f = ld_shared_f2(rf + (8 * i + 2 * t) * 4);
-      acc[4 * i + 0] *= f.x;
-      acc[4 * i + 1] *= f.y;
-      acc[4 * i + 2] *= f.x;
-      acc[4 * i + 3] *= f.y;
-    }
-#endif
+    for (int j = 0; j < 8; ++j) keep_u(cur[j]);  // the MMAs read them until here
+    rescale(slot[1]);
     mbar_arrive(bars + STAGES + slot[1]);
   };
+  uint32_t fa[8][4], fb[8][4];
   Codes xa = load_codes(c0, c1, s0, s1, 0), xb = xa;
   if (KB > 1) xb = load_codes(c0, c1, s0, s1, 1);
+  decode_block(xa, fa);
+  if (KB > 2) xa = load_codes(c0, c1, s0, s1, 2);
 #pragma unroll 1
-  for (int kb = 0; kb < KB; kb += 2) {
-    block(xa, kb);
-    if (kb + 1 < KB) block(xb, kb + 1);
+  for (int kb = 0; kb < KB; kb += 2) {  // unrolled by two: the fragment and code registers alternate
+    block(fa, fb, xb, kb);
+    if (kb + 1 < KB) block(fb, fa, xa, kb + 1);
   }
   // epilogue: every MMA has retired and every stage has landed, so the ring is free: bf16 staged
   // transposed there ([token][weight row]), then stored 16 bytes a thread

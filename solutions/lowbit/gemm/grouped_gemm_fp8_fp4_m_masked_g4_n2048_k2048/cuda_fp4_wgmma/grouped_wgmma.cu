@@ -1457,7 +1457,7 @@ int launch_regw(const uint8_t* a8, const float* as, const uint8_t* b4, const flo
   int sms = 0;
   cudaError_t e = configure<R::regw_gemm, R::SMEM>(sms);
   if (e != cudaSuccess) return static_cast<int>(e);
-  const long long nb_ctas = P::b_ctas(g, n, k), words = P::gate_words(g, max_m, n, k);
+  const long long nb_ctas = P::regw_b_ctas(g, n), words = P::regw_gate_words(g, max_m, n, k);
   const long long tiles = g * R::t_tiles(max_m) * (n / R::TW);
   if (words >= (1LL << 31) || tiles >= (1LL << 31)) return static_cast<int>(cudaErrorInvalidValue);
   uint8_t* a_img = static_cast<uint8_t*>(workspace);
@@ -1544,7 +1544,7 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
 extern "C" long long lowbit_grouped_workspace_bytes(int g, int max_m, int n, int k, int bm, int bn) {
   if (bm == regw::TT && bn == regw::TW)
     return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) +
-           (prepared::gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
+           (prepared::regw_gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
   if (bm != 128 || (bn != 128 && bn != prepared::TN)) return 0;
   if (bn == prepared::TN) return prepared::workspace_bytes(g, max_m, n, k);
   return predecoded_b_bytes(g, n, k) + whole_flag_bytes(g, n, k) + SPLIT_BYTES;

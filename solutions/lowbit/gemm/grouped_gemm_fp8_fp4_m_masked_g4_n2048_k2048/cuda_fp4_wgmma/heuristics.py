@@ -5,14 +5,16 @@ decoded straight into the MMA's register operand by the threads that multiply th
 a CTA splitting K, for groups of few token rows. 128 x 64 and 128 x 128 are the producer form: a
 persistent CTA an SM walks tiles of 128 token rows by BN weight rows, and its producer
 warpgroup's decode of BN rows a stage is the critical path; 64-wide tiles halve it where
-128-wide ones would leave SMs idle. 128 x 256 is the prepared form: a first pass converts both
+128-wide ones would leave SMs idle. 256 x 128 is the register-weights form: a first pass converts
+the tokens to fp16 once a call, and the weights are decoded into the MMA's register operand by
+the threads that multiply them. 128 x 256 is the prepared form: a first pass converts both
 operands to fp16 stage images once a call, and the GEMM copies them in whole, where each weight
 row is read by enough tiles to repay the pass. The predecoded form (128 x 128, a first pass
 decoding the weights only) serves the many-row groups whose n is no multiple of 256. A rule
 applies only where n is a multiple of its tile's weight rows. Rows are counted from expected_m
 when the caller gives it (a hint: a wrong one costs time, never correctness), else from max_m.
 The figures are GPU time on an H200 (graph replay, L2 cold, tools/time_wgmma_variants.py,
-2026-12-04).
+2026-12-04), those marked H100 on an H100 80GB HBM3 (same tool, both forms in one run, 2026-12-07).
 """
 
 # (most max_m, most rows a group, most 128 x 128 tiles holding rows, (BM, BN[, form]), why)
@@ -26,10 +28,12 @@ RULES = (
     (None, 256, None, (128, 128), "each decoded B stage feeds 128 token rows and 128 columns; the prepared "
                                   "form's first pass does not pay back: ~76 rows 33.2 us (prepared 44.1), "
                                   "4096 ~170 42.7 (prepared 65.5)"),
+    (None, 1024, None, (256, 128, "register"), "tokens fp16 once a call, weights decoded into the MMA's registers "
+                                               "under the MMAs: H100 512 ~260 43.1 us, 512 full 44.9, 1024 ~75 % "
+                                               "77.5 (prepared 49.3, 51.1, 79.5; 128 x 128 at 512 full: 64.7)"),
     (None, None, None, (128, 256, "prepared"), "both operands fp16 once a call, then copied in whole stages: "
-                                               "512 ~260 47.3 us, 512 full 49.2 (128 x 128: 64.5, 66.5; "
-                                               "predecoded 61.7 at 512 full), 2048 ~75 % 131.6 (predecoded 157.0)"),
-    (None, 512, None, (128, 128), "n no multiple of 256: as above"),
+                                               "2048 ~75 % 131.6 us (predecoded 157.0; H100: register-weights "
+                                               "145.1 against 137.4)"),
     (None, None, None, (128, 128, "predecoded"), "n no multiple of 256, each weight row read by 5+ tiles: "
                                                  "decoding it once in a first pass (~10 us) pays back"),
 )

@@ -2,11 +2,13 @@
 Hopper's tensor cores with f16 operands and fp32 accumulation, exact (grouped_wgmma.cu says why
 and how): for groups of few rows the weights decoded from FP4 straight into the MMA's register
 operand (tokens-as-N forms, on mma.sync up to 16 rows and on wgmma up to 32), else into shared
-memory by a producer warpgroup under the wgmmas (one launch each); for groups of more than 256
-rows a first pass converts both operands to fp16 stage images in a workspace, which the GEMM
-copies in whole (prepared form, three launches: the last, the producer form, runs only where a
-scale needs it), or, where n is no multiple of 256, decodes every weight once for the producer
-to copy in (predecoded form, two launches).
+memory by a producer warpgroup under the wgmmas (one launch each); for groups of 257-1024 rows a
+first pass converts the tokens to fp16 stage images in a workspace and the weights are decoded
+into the MMA's register operand by the threads that multiply them (register-weights form); for
+more, a first pass converts both operands to fp16 stage images, which the GEMM copies in whole
+(prepared form), or, where n is no multiple of 256, decodes every weight once for the producer
+to copy in (predecoded form, two launches). The register-weights and prepared forms take three
+launches: the last, the producer form, runs only where a scale needs it.
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
@@ -14,12 +16,12 @@ Entry points:
   only picks the tile (heuristics.py); tiles past masked_m only write zeros.
 - ``grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m=None,
   tile=None)``: any g >= 0, max_m >= 0, n a multiple of 128 and k a positive multiple of 128;
-  tile, one of TILES ((token rows, weight rows), + "predecoded" for that form), overrides the
-  heuristic.
+  tile, one of TILES ((token rows, weight rows), + the form where it takes a workspace),
+  overrides the heuristic.
 
 Needs a Hopper GPU (sm_90a). masked_m is read on the device, never synchronised. Nothing is
 kept across calls but the plan of a shape and the compiled library (build.py builds it on
-first use); the predecoded and prepared forms' workspace is allocated per call.
+first use); the workspace of the forms with a first pass is allocated per call.
 """
 
 import ctypes
@@ -36,7 +38,7 @@ from .heuristics import tile_shape
 _HERE = Path(__file__).resolve().parent
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
 TILES = ((8, 32), (16, 32), (32, 64), (128, 64), (128, 128), (128, 128, "predecoded"),
-         (128, 256, "prepared"))  # the kernel's instantiations
+         (256, 128, "register"), (128, 256, "prepared"))  # the kernel's instantiations
 
 
 class _Plan(NamedTuple):
@@ -61,7 +63,7 @@ def entry():
     lowbit_grouped_wgmma(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m,
     n, k, bm, bn, workspace, stream) -> cudaError_t code, and
     lowbit_grouped_workspace_bytes(g, max_m, n, k, bm, bn) -> the workspace size of the predecoded
-    (128 x 128) or prepared (128 x 256) form."""
+    (128 x 128), register-weights (256 x 128) or prepared (128 x 256) form."""
     global _ENTRY
     if _ENTRY is None:
         lib = library(_HERE / "grouped_wgmma.cu",
