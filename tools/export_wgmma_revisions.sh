@@ -10,8 +10,8 @@ for rev in "$@"; do
     name=$(printf '%s' "$rev" | tr -c 'A-Za-z0-9._-' '_')
     rm -rf "variants/$name"
     mkdir -p "variants/$name"
-    for f in grouped_wgmma.cu hopper_ptx.cuh wgmma_dense.cuh grouped_prepared.cuh; do
-        # a revision before the prepared form has no grouped_prepared.cuh
+    for f in grouped_wgmma.cu hopper_ptx.cuh wgmma_dense.cuh grouped_prepared.cuh grouped_regw.cuh; do
+        # a revision before the prepared (register-weights) form has no grouped_prepared.cuh (grouped_regw.cuh)
         git cat-file -e "$rev:$D/$f" 2>/dev/null && git show "$rev:$D/$f" > "variants/$name/$f"
     done
     echo "variants/$name/grouped_wgmma.cu"

@@ -53,7 +53,7 @@ def main():
     for name, taken in VARIANTS.items():
         d = ROOT / "variants" / f"abl_{name}"
         d.mkdir(parents=True, exist_ok=True)
-        for h in ("hopper_ptx.cuh", "wgmma_dense.cuh", "grouped_prepared.cuh"):
+        for h in ("hopper_ptx.cuh", "wgmma_dense.cuh", "grouped_prepared.cuh", "grouped_regw.cuh"):
             shutil.copy(SRC / h, d / h)
         defs = "".join(f"#define ABL_{flag} {int(c in taken)}\n" for c, flag in FLAGS)
         (d / "grouped_wgmma.cu").write_text(defs + cu)
