@@ -1,9 +1,9 @@
-// The register-weights form, for groups of many token rows: c^T = B' A^T with the weights on
-// wgmma's register operand, decoded there by the threads that multiply them, and the tokens
-// converted to fp16 once a call by prepared::prepare_kernel<true>. Included by grouped_wgmma.cu
-// inside its namespace, after grouped_prepared.cuh.
+// The register-weights form, for groups of 257-1024 token rows (heuristics.py): c^T = B' A^T with
+// the weights on wgmma's register operand, decoded there by the threads that multiply them, and
+// the tokens converted to fp16 once a call by prepared::prepare_kernel<true>. Included by
+// grouped_wgmma.cu inside its namespace, after grouped_prepared.cuh.
 //
-// Three launches a call, each a programmatic dependent of the one before:
+// Three launches a call, the second and third programmatic dependents of the one before:
 //   prepare_kernel<true>  A e4m3 -> fp16 stage images (as the prepared form's, but each 128-K
 //                         block's K in the fragments' order, k_of below), each token row's
 //                         rescale factors, and the gate (weight scales outside the whole fold,
@@ -13,12 +13,12 @@
 //     warpgroup 0, one thread: per 64-K stage the tokens' image (two 16 KiB bulk copies: the
 //                         two 128-row image tiles) and, with a block's second stage, the block's
 //                         256 rescale factors, into a ring 4 deep
-//     warpgroups 1, 2 (64 weight rows each): per 128-K block each thread loads its two weight
-//                         rows' 16 bytes of codes and their one per-32 scale two blocks ahead
-//                         (registers, the loop unrolled by two), decodes them into the 8 steps'
-//                         register fragments (prmt, x the scale in fp16: the whole fold), then
-//                         8 x wgmma m64n256k16 (tokens from shared memory), waits, and multiplies
-//                         each token column's accumulators by its rescale factor
+//     warpgroups 1, 2 (64 weight rows each): per 128-K block 8 x wgmma m64n256k16 (weights from
+//                         registers, tokens from shared memory); under them the next block's
+//                         fragments decoded into a second set (each thread: its two weight rows'
+//                         16 bytes of codes and one per-32 scale, loaded two blocks ahead; prmt,
+//                         x the scale in fp16: the whole fold); then wait, release the slots and
+//                         multiply each token column's accumulators by its rescale factor
 //     epilogue: bf16, transposed through shared memory, 16 bytes a thread a store
 //   the producer form, gated as after prepared_gemm
 //
