@@ -1480,13 +1480,14 @@ int launch_regw(const uint8_t* a8, const float* as, const uint8_t* b4, const flo
 // [g, max_m, k]; a_scale fp32 [g, max_m, k/128]; b_fp4 [g, n, k/2]; b_scale fp32 [g, n, k/32];
 // masked_m int32 (masked_m_is_64 = 0) or int64 [g]; c bf16 [g, max_m, n]; all contiguous,
 // 16-byte aligned; tile bm x bn (token rows x weight rows): 128 x 64 or 128 x 128 (weights
-// decoded by a producer warpgroup), 128 x 256 (the prepared form), 32 x 64 (the wgmma
-// tokens-as-N form), or 8 x 32 and 16 x 32 (the mma.sync tokens-as-N form); n % bn == 0,
-// k % 128 == 0.
-// workspace: null, or (128 x 128 and 128 x 256 only) 16-byte aligned, of
+// decoded by a producer warpgroup), 256 x 128 (the register-weights form), 128 x 256 (the
+// prepared form), 32 x 64 (the wgmma tokens-as-N form), or 8 x 32 and 16 x 32 (the mma.sync
+// tokens-as-N form); n % bn == 0, k % 128 == 0.
+// workspace: null, or (128 x 128, 256 x 128 and 128 x 256 only) 16-byte aligned, of
 // lowbit_grouped_workspace_bytes(g, max_m, n, k, bm, bn) bytes, not in use by another call: at
 // 128 x 128 the predecoded form (a first pass writing B' there for the producer to copy, and the
-// split tail's partial sums), at 128 x 256 the prepared form's images and gate (needed).
+// split tail's partial sums), at 256 x 128 the register-weights form's token images, factors and
+// gate, at 128 x 256 the prepared form's images and gate (both needed).
 // Returns a cudaError_t code.
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
@@ -1539,8 +1540,9 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
 }
 
 // Bytes of the workspace of the form on tiles bm x bn: the predecoded form (128 x 128;
-// predecoded_b_bytes above says what it holds) or the prepared form (128 x 256,
-// grouped_prepared.cuh); 0 for the forms without one.
+// predecoded_b_bytes above says what it holds), the register-weights form (256 x 128,
+// grouped_regw.cuh) or the prepared form (128 x 256, grouped_prepared.cuh); 0 for the forms
+// without one.
 extern "C" long long lowbit_grouped_workspace_bytes(int g, int max_m, int n, int k, int bm, int bn) {
   if (bm == regw::TT && bn == regw::TW)
     return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) +
