@@ -222,6 +222,30 @@ __device__ __forceinline__ int4 tile_of(int tile, const void* masked_m, int mask
   return make_int4(0, 0, 0, 0);  // not reached: the grid is the list's length
 }
 
+// Thread 0 finds this CTA's tile (tile_of) and initialises the ring's barriers: full [stages]
+// (the producer's expect_tx arrival + the bytes), empty [stages] (every one of the 256 consumer
+// threads); every thread returns the tile once both are visible.
+__device__ __forceinline__ int4 tile_and_ring(uint64_t* bars, int stages, const void* masked_m, int masked_m_is_64,
+                                              int groups, int max_m, int nb, int tm) {
+  __shared__ int4 s_tile;
+  if (threadIdx.x == 0) {
+    s_tile = tile_of(blockIdx.x, masked_m, masked_m_is_64, groups, max_m, nb, tm);
+    for (int s = 0; s < stages; ++s) {
+      mbar_init(bars + s, 1);
+      mbar_init(bars + stages + s, 256);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  return s_tile;
+}
+
+// rows x cols of zeros from cg (row pitch n), 16 bytes a thread a step.
+__device__ __forceinline__ void zero_tile(__nv_bfloat16* cg, int rows, int cols, int n, int tid, int threads) {
+  for (int i = tid; i < rows * (cols / 8); i += threads)
+    *reinterpret_cast<uint4*>(cg + static_cast<size_t>(i / (cols / 8)) * n + 8 * (i % (cols / 8))) = make_uint4(0u, 0u, 0u, 0u);
+}
+
 __global__ void __launch_bounds__(THREADS, 1)
     prepared_gemm(const uint8_t* __restrict__ a_img, const uint8_t* __restrict__ b_img, const uint32_t* __restrict__ gate,
                   int gate_count, const float* __restrict__ a_scale, const void* __restrict__ masked_m,
@@ -230,28 +254,18 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t base = smem_addr(smem);
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE);  // full [STAGES], empty [STAGES]
-  __shared__ int4 s_tile;
   const int tid = threadIdx.x, wg = tid >> 7;
   wait_for_prerequisites();  // prepare_kernel's images and gate complete and visible
   const bool fallback = gate_set(gate, gate_count, tid, THREADS);
   launch_dependents();  // the producer form may start: it reads the gate, complete by now
   if (fallback) return;  // the producer form computes c
   const int NB = n / TN, KS = k / 64, KB = k / 128, MT = static_cast<int>(m_tiles(max_m));
-  if (tid == 0) {
-    s_tile = tile_of(blockIdx.x, masked_m, masked_m_is_64, groups, max_m, NB, TM);
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + s, 1);             // full: the producer's expect_tx arrival + the bytes
-      mbar_init(bars + STAGES + s, 256);  // empty: every consumer thread
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  const int grp = s_tile.x, mb = s_tile.y, nb = s_tile.z, rows = s_tile.w;
+  const int4 tile = tile_and_ring(bars, STAGES, masked_m, masked_m_is_64, groups, max_m, NB, TM);
+  const int grp = tile.x, mb = tile.y, nb = tile.z, rows = tile.w;
   __nv_bfloat16* cg = c + (static_cast<size_t>(grp) * max_m + mb * TM) * n + nb * TN;
   const int tile_rows = min(TM, max_m - mb * TM);
-  if (mb * TM >= rows) {  // wholly past masked_m: zeros, 16 bytes a thread a step, a warp 512 contiguous
-    for (int i = tid; i < tile_rows * (TN / 8); i += THREADS)
-      *reinterpret_cast<uint4*>(cg + static_cast<size_t>(i / (TN / 8)) * n + 8 * (i % (TN / 8))) = make_uint4(0u, 0u, 0u, 0u);
+  if (mb * TM >= rows) {  // wholly past masked_m: zeros, a warp 512 contiguous bytes
+    zero_tile(cg, tile_rows, TN, n, tid, THREADS);
     return;
   }
 

@@ -46,6 +46,12 @@ static_assert(SMEM <= 227 * 1024, "shared memory");
 static_assert(TT * OUT_PITCH <= STAGES * SLOT, "the epilogue's staging fits the ring");
 
 __host__ __device__ inline long long t_tiles(int max_m) { return (max_m + TT - 1) / TT; }
+// Workspace (16-byte aligned): the token images (prepared::a_img_bytes), the rescale factors
+// (prepared::ratio_bytes), the gate (a uint32 a first-pass CTA), in this order.
+inline long long workspace_bytes(int g, int max_m, int n, int k) {
+  return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) +
+         (prepared::regw_gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
+}
 
 // The K (0..127) of a 128-K block that step s, fragment column c multiplies (module comment).
 __host__ __device__ constexpr int k_of(int s, int c) { return 32 * ((c % 8) / 2) + 4 * s + c % 2 + 2 * (c / 8); }
@@ -102,28 +108,18 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t base = smem_addr(smem);
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + STAGES * SLOT);  // full [STAGES], empty [STAGES]
-  __shared__ int4 s_tile;
   const int tid = threadIdx.x, wg = tid >> 7;
   wait_for_prerequisites();  // the first pass's images, factors and gate complete and visible
   const bool fallback = prepared::gate_set(gate, gate_count, tid, THREADS);
   launch_dependents();
   if (fallback) return;  // the producer form computes c
   const int NB = n / TW, KS = k / 64, KB = k / 128, MT = static_cast<int>(prepared::m_tiles(max_m));
-  if (tid == 0) {
-    s_tile = prepared::tile_of(blockIdx.x, masked_m, masked_m_is_64, groups, max_m, NB, TT);
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bars + s, 1);             // full: the producer's expect_tx arrival + the bytes
-      mbar_init(bars + STAGES + s, 256);  // empty: every consumer thread
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  const int grp = s_tile.x, mt = s_tile.y, nb = s_tile.z, rows = s_tile.w;
+  const int4 tile = prepared::tile_and_ring(bars, STAGES, masked_m, masked_m_is_64, groups, max_m, NB, TT);
+  const int grp = tile.x, mt = tile.y, nb = tile.z, rows = tile.w;
   __nv_bfloat16* cg = c + (static_cast<size_t>(grp) * max_m + mt * TT) * n + nb * TW;
   const int tile_rows = min(TT, max_m - mt * TT);
-  if (mt * TT >= rows) {  // wholly past masked_m: zeros, 16 bytes a thread a step
-    for (int i = tid; i < tile_rows * (TW / 8); i += THREADS)
-      *reinterpret_cast<uint4*>(cg + static_cast<size_t>(i / (TW / 8)) * n + 8 * (i % (TW / 8))) = make_uint4(0u, 0u, 0u, 0u);
+  if (mt * TT >= rows) {  // wholly past masked_m: zeros
+    prepared::zero_tile(cg, tile_rows, TW, n, tid, THREADS);
     return;
   }
 

@@ -339,8 +339,8 @@ struct Predecoded {
   // their flags [CTA] (zeroed by predecode_kernel): 1 once that CTA's partial sum is written
   float* partial;
   uint32_t* done;
-  // as the prepared form's fallback: the prepare pass's gate words; the kernel returns at once
-  // unless one is set (prepared_gemm has then computed nothing)
+  // as the prepared and register-weights forms' fallback: the first pass's gate words; the kernel
+  // returns at once unless one is set (their GEMM has then computed nothing)
   const uint32_t* gate;
   int gate_words;
 };
@@ -1417,6 +1417,19 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 }
 #endif
 
+// The exact fallback of the prepared and register-weights forms: the producer form on 128 x 128
+// tiles, a programmatic dependent of their GEMM, scheduled once that GEMM's CTAs have read the
+// gate (they then allow it), so that with the gate clear its launch overlaps the GEMM and its CTAs
+// return at once as that ends; with a gate word set it computes c, exact for any scale.
+int launch_gated_fallback(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
+                          int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, const uint32_t* gate,
+                          long long words, cudaStream_t s) {
+  const Predecoded fallback{nullptr, nullptr, nullptr, nullptr, gate, static_cast<int>(words)};
+  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(
+      g * prepared::m_tiles(max_m) * (n / 128), s, true, a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k,
+      fallback);
+}
+
 // The prepared form (grouped_prepared.cuh): prepare_kernel, prepared_gemm as its programmatic
 // dependent, then the producer form gated on the prepare pass's verdict (it returns at once
 // unless some scale needs it).
@@ -1441,11 +1454,7 @@ int launch_prepared(const uint8_t* a8, const float* as, const uint8_t* b4, const
       static_cast<unsigned>(tiles), s, static_cast<const uint8_t*>(a_img), static_cast<const uint8_t*>(b_img),
       static_cast<const uint32_t*>(gate), static_cast<int>(words), as, masked_m, masked_m_is_64, c, g, max_m, n, k);
   if (e != cudaSuccess) return static_cast<int>(e);
-  // the fallback is scheduled once prepared_gemm's CTAs have read the gate (they then allow it), so
-  // that with the gate clear its launch overlaps prepared_gemm and its CTAs return as that ends
-  const Predecoded fallback{nullptr, nullptr, nullptr, nullptr, gate, static_cast<int>(words)};
-  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(
-      g * P::m_tiles(max_m) * (n / 128), s, true, a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, fallback);
+  return launch_gated_fallback(a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, gate, words, s);
 }
 
 // The register-weights form (grouped_regw.cuh): prepare_kernel<true>, regw_gemm as its
@@ -1471,9 +1480,7 @@ int launch_regw(const uint8_t* a8, const float* as, const uint8_t* b4, const flo
       static_cast<unsigned>(tiles), s, static_cast<const uint8_t*>(a_img), static_cast<const float*>(ratio),
       static_cast<const uint32_t*>(gate), static_cast<int>(words), b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k);
   if (e != cudaSuccess) return static_cast<int>(e);
-  const Predecoded fallback{nullptr, nullptr, nullptr, nullptr, gate, static_cast<int>(words)};
-  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(
-      g * P::m_tiles(max_m) * (n / 128), s, true, a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, fallback);
+  return launch_gated_fallback(a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, gate, words, s);
 }
 
 // c[g, r] for r < clamp(masked_m[g], 0, max_m), zeros below (module comment). a_fp8 e4m3
@@ -1544,9 +1551,7 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
 // grouped_regw.cuh) or the prepared form (128 x 256, grouped_prepared.cuh); 0 for the forms
 // without one.
 extern "C" long long lowbit_grouped_workspace_bytes(int g, int max_m, int n, int k, int bm, int bn) {
-  if (bm == regw::TT && bn == regw::TW)
-    return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) +
-           (prepared::regw_gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
+  if (bm == regw::TT && bn == regw::TW) return regw::workspace_bytes(g, max_m, n, k);
   if (bm != 128 || (bn != 128 && bn != prepared::TN)) return 0;
   if (bn == prepared::TN) return prepared::workspace_bytes(g, max_m, n, k);
   return predecoded_b_bytes(g, n, k) + whole_flag_bytes(g, n, k) + SPLIT_BYTES;
