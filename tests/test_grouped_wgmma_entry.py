@@ -51,12 +51,20 @@ def test_tile_by_the_tiles_that_hold_rows(max_m, rows, tile):
     assert tile in main.TILES
 
 
-@pytest.mark.parametrize("max_m, rows, tile", [(512, 300, (256, 128, "register")), (2048, 1025, (128, 128, "predecoded"))])
-def test_n_no_multiple_of_256_keeps_128_wide_tiles(max_m, rows, tile):
-    assert main.tile_shape(4, rows, 2048 + 128, max_m) == tile
+@pytest.mark.parametrize("max_m, rows", [(512, 300), (2048, 1025), (4096, 4096)])
+def test_n_no_multiple_of_256_gets_the_register_weights_form_past_256_rows(max_m, rows):
+    # past 1024 rows the prepared form's 256 weight rows do not divide n: the register-weights form
+    assert main.tile_shape(4, rows, 2048 + 128, max_m) == (256, 128, "register")
 
 
-@pytest.mark.parametrize("tile", [(256, 64), (64, 64), "128x128", 128])
+@pytest.mark.parametrize("n", [128, 384, 2048 + 128, 4096])
+@pytest.mark.parametrize("rows", [1, 16, 32, 100, 256, 1024, 1025, 4096])
+def test_every_n_a_multiple_of_128_gets_a_tile_that_divides_it(n, rows):
+    tile = main.tile_shape(4, rows, n, 4096)
+    assert tile in main.TILES and n % tile[1] == 0
+
+
+@pytest.mark.parametrize("tile", [(256, 64), (64, 64), (128, 128, "predecoded"), "128x128", 128])
 def test_a_tile_the_kernel_lacks_is_named(tile):
     a, a_s, b, b_s, mm, _, c = inputs()
     with pytest.raises(ValueError, match="tile"):

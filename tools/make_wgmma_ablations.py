@@ -1,27 +1,24 @@
 """Writes timing-only ablation copies of the CUDA grouped kernel (cuda_fp4_wgmma) into
-variants/abl_<name>/, for tools/time_wgmma_variants.py --no-check --tiles 128x128p: each takes
-parts of the predecoded form's work away (its results are wrong on purpose), so that the times
-say what each part costs:
+variants/abl_<name>/, for tools/time_wgmma_variants.py --no-check --tiles 128x128: each takes
+parts of the producer form's consumer work away (its results are wrong on purpose), so that the
+times say what each part costs beside the producer's decode:
   base                  the kernel as it is
-  nocopy                no copies of B' into the stages (the producer only hands slots on)
-  nocopy_noa            and no loads of A (constant fragments)
-  nocopy_noa_noprom     and no promotion (the block sums added once, at the end)
+  noa                   no loads of A (constant fragments)
+  noa_noprom            and no promotion (the block sums added once, at the end)
   mma_only              and no wait for the MMAs a stage (only the MMAs and the ring's handoff)
-  python3 tools/make_wgmma_ablations.py && python3 tools/time_wgmma_variants.py variants/abl_*/grouped_wgmma.cu --tiles 128x128p --no-check"""
+  python3 tools/make_wgmma_ablations.py && python3 tools/time_wgmma_variants.py variants/abl_*/grouped_wgmma.cu --tiles 128x128 --no-check"""
 
 import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/cuda_fp4_wgmma"
-# name -> parts taken away: C copies, A loads, P promotion, W the wait for each stage's MMAs
-VARIANTS = {"base": "", "nocopy": "C", "nocopy_noa": "CA", "nocopy_noa_noprom": "CAP", "mma_only": "CAPW"}
-FLAGS = (("C", "NOCOPY"), ("A", "NOA"), ("P", "NOPROM"), ("W", "NOWAIT"))
+# name -> parts taken away: A loads, P promotion, W the wait for each stage's MMAs
+VARIANTS = {"base": "", "noa": "A", "noa_noprom": "AP", "mma_only": "APW"}
+FLAGS = (("A", "NOA"), ("P", "NOPROM"), ("W", "NOWAIT"))
 
 # (text in grouped_wgmma.cu, its ablation form): each must occur exactly once
 EDITS = (
-    ("for (int i = 0; i < BN / 8; ++i) cp_async16(dst + i * 1024, from + i * 2048);",
-     "for (int i = 0; i < BN / 8; ++i) { if (!ABL_NOCOPY) cp_async16(dst + i * 1024, from + i * 2048); }"),
     ("""        a_nxt0[q] = __ldg(reinterpret_cast<const uint2*>(pa0 + 32 * q));
         a_nxt1[q] = __ldg(reinterpret_cast<const uint2*>(pa1 + 32 * q));""",
      """        if (ABL_NOA) { a_nxt0[q] = make_uint2(0x38383838u + q, 0x38383838u); a_nxt1[q] = a_nxt0[q]; } else {

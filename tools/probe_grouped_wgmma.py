@@ -34,10 +34,10 @@ def nvcc_command(src, lib, *defines):
 
 def parse_tile(tile: str):
     """'32x64' -> (32, 64, False): token rows x weight rows of the kernel's tile and whether its
-    form takes a workspace: a trailing 'p' ('128x128p') names the predecoded form, and 128 x 256
-    tiles are the prepared form's."""
-    bm, bn = (int(x) for x in tile.rstrip("p").split("x"))
-    return bm, bn, tile.endswith("p") or bn == 256 or bm == 256
+    form takes a workspace: 256 x 128 tiles are the register-weights form's, 128 x 256 the
+    prepared form's."""
+    bm, bn = (int(x) for x in tile.split("x"))
+    return bm, bn, bn == 256 or bm == 256
 
 
 def watchdog_entry(path: str):
@@ -58,9 +58,9 @@ def watchdog_entry(path: str):
     ws_bytes.restype = ctypes.c_longlong
 
     def run(a, a_s, b, b_s, mm, c, tile="128x128"):
-        bm, bn, pre = parse_tile(tile)
+        bm, bn, has_ws = parse_tile(tile)
         g, n, k = a.shape[0], b.shape[1], a.shape[2]
-        ws = torch.empty(ws_bytes(g, a.shape[1], n, k, bm, bn), dtype=torch.uint8, device=a.device) if pre else None
+        ws = torch.empty(ws_bytes(g, a.shape[1], n, k, bm, bn), dtype=torch.uint8, device=a.device) if has_ws else None
         err = f(a.data_ptr(), a_s.data_ptr(), b.data_ptr(), b_s.data_ptr(), mm.data_ptr(), int(mm.dtype == torch.int64),
                 c.data_ptr(), g, a.shape[1], n, k, bm, bn, None if ws is None else ws.data_ptr(),
                 torch.cuda.current_stream().cuda_stream)

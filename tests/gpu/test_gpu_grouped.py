@@ -179,6 +179,21 @@ def test_gated_form_in_a_cuda_graph(name, tile):
 
 
 @pytest.mark.parametrize("name", CUDA_KERNEL)
+@pytest.mark.parametrize("n", [384, 2048 + 128])
+def test_many_rows_where_n_is_no_multiple_of_256(name, n):
+    """Groups of more than 1024 rows where the prepared form's 256 weight rows do not divide n:
+    the heuristic's register-weights form, through the generic entry."""
+    mod = load_solution(DEF, OWN_AUTHOR, name)
+    max_m, k, masked_m = 1536, 1024, [1536, 1100, 0, 1025]
+    assert mod.tile_shape(G, max_m, n, max_m) == (256, 128, "register")
+    inputs = tuple(t.cuda() for t in grouped_inputs(max_m, masked_m, n, k, seed=8)[:5])
+    c = nan_output((G, max_m, n), device="cuda")
+    mod.grouped_gemm_fp8_fp4_masked(*inputs, c)
+    torch.cuda.synchronize()
+    check_accuracy(c, grouped_gemm_oracle(*inputs), what=f"{name} n {n}")
+
+
+@pytest.mark.parametrize("name", CUDA_KERNEL)
 @pytest.mark.parametrize("k", [128, 384, 640])
 def test_tokens_as_n_form_with_fewer_stages_than_warpgroups(name, k):
     """The 32 x 64 form splits K's stages over four warpgroups: at k = 128 and 384 some have none,

@@ -13,7 +13,7 @@
 //                   of 128 token rows x 256 weight rows, warpgroup 0's one thread issuing two 1-D
 //                   bulk copies a 64-K stage into a ring 4 deep, warpgroups 1 and 2 each multiplying
 //                   64 token rows by the 256 weight rows, 4 x wgmma m64n256k16 a stage
-//   the producer form (grouped_wgmma_kernel<128, false>, a programmatic dependent of prepared_gemm,
+//   the producer form (grouped_wgmma_kernel<128>, a programmatic dependent of prepared_gemm,
 //                   started once prepared_gemm's CTAs have read the gate) when a gate word is set,
 //                   else it returns at once: exact for any scale
 //

@@ -1,7 +1,8 @@
-// The register-weights form, for groups of 257-1024 token rows (heuristics.py): c^T = B' A^T with
-// the weights on wgmma's register operand, decoded there by the threads that multiply them, and
-// the tokens converted to fp16 once a call by prepared::prepare_kernel<true>. Included by
-// grouped_wgmma.cu inside its namespace, after grouped_prepared.cuh.
+// The register-weights form, for groups of 257-1024 token rows, and of more where n is no multiple
+// of 256 (heuristics.py): c^T = B' A^T with the weights on wgmma's register operand, decoded there
+// by the threads that multiply them, and the tokens converted to fp16 once a call by
+// prepared::prepare_kernel<true>. Included by grouped_wgmma.cu inside its namespace, after
+// grouped_prepared.cuh.
 //
 // Three launches a call, the second and third programmatic dependents of the one before:
 //   prepare_kernel<true>  A e4m3 -> fp16 stage images (as the prepared form's, but each 128-K

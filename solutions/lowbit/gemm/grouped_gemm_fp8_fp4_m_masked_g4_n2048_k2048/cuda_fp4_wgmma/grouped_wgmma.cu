@@ -18,18 +18,18 @@
 //   plain: any other scales: B' = code, the four actual scales beside it; the stage is
 //       multiplied as four 32-K sub-blocks, each promoted by its own factor: exact for any scale.
 //
-// Four forms. The producer form (below) decodes B into shared memory; two tokens-as-N forms
+// Five forms. The producer form (below) decodes B into shared memory; two tokens-as-N forms
 // decode it straight into the MMA's register operand, for groups of few token rows: on wgmma
 // (grouped_swapped_kernel, up to 32 rows) and on mma.sync (grouped_sync_kernel, up to 16 rows,
 // where a CTA of 32 weight rows puts twice as many CTAs on the weights' loads); for groups of
-// many rows the prepared form (grouped_prepared.cuh) converts both operands to fp16 in a first
+// many rows the register-weights form (grouped_regw.cuh) converts the tokens to fp16 in a first
+// pass and decodes the weights into the MMA's register operand by the threads that multiply
+// them, and the prepared form (grouped_prepared.cuh) converts both operands to fp16 in a first
 // pass and multiplies them from shared memory with one accumulator set.
 // Persistent: one CTA an SM walks the tiles with rows (group, 128 token rows, BN weight rows; BN
 // 128, or 64 where 128-wide tiles would leave SMs idle); the rows past them are written by bulk
 // copies of zeros that the TMA engine runs beside the MMAs (zero_rows_async), not by a CTA launch
-// with 200 KB of shared memory a zero tile. In the predecoded form the busy tiles left after the
-// last whole round are split along K over all CTAs, their partial sums added through the
-// workspace (the kernel's walk says how).
+// with 200 KB of shared memory a zero tile.
 // Data flow per tile (BM = 128 token rows, BN weight rows, one 128-K block a stage):
 //   producer warpgroup (warps 8-11; warp s handles sub-block s of every row, lane = row % 32):
 //       packed FP4 [BN, 64 B] and the rows' scales by cp.async into a raw ring RAW_STAGES deep
@@ -70,11 +70,6 @@ constexpr int WHOLE_E_MIN = 127 - 23, WHOLE_E_MAX = 127 + 13;  // scale exponent
 constexpr uint32_t MODE_PER_COLUMN = 1u, MODE_PER_SUBBLOCK = 2u;
 constexpr int SCHED_GROUPS = 64;  // groups whose tile counts a CTA keeps to hand out busy tiles first
 constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup's 128 threads
-constexpr int CONSUMER_BARRIER = 2;  // named barrier of the two consumer warpgroups' 256 threads
-// The predecoded form's split tail (grouped_wgmma_kernel's walk): the busy tiles past the last
-// whole round are cut into runs of stages, at most SPLIT_MAX parts a tile, for grids of at most
-// SPLIT_CTAS CTAs (the workspace holds a partial sum for each)
-constexpr int SPLIT_MAX = 4, SPLIT_CTAS = 160;
 
 // -DLOWBIT_STAGE_TRACE: clock64 stamps of CTA 0's first TRACE_STAGES pipeline stages, by the
 // producer's thread 0 (events 0-3, 8, 9) and consumer warpgroup 0's thread 0 (events 4-7), for
@@ -121,11 +116,12 @@ struct Smem {
   // four that decode its sub-blocks
   static constexpr int OFF_XCHG = OFF_FLAG + STAGES * 4 * 4;
   static constexpr int OFF_BAR = OFF_XCHG + 2 * 4 * BN * 4;
-  // int: rows [groups], the busy tiles' prefix [groups + 1], the CTA's walk [12]
+  // int: rows [groups], the busy tiles' prefix [groups + 1], the CTA's tile count [1] (the CTA's
+  // walk), padded to 16 bytes
   static constexpr int OFF_SCHED = OFF_BAR + 2 * STAGES * 8;
   // zeros for the rows past masked_m (zero_rows_async): 8 KB keeps the CTA within the 196 KB
   // shared-memory carve-out (L1 keeps 60 KB for A's loads; at 228 KB small buckets run 5-10 % slower)
-  static constexpr int OFF_SHARE = OFF_SCHED + (2 * SCHED_GROUPS + 4 + 12) * 4;  // long long [2]: zero_share
+  static constexpr int OFF_SHARE = OFF_SCHED + (2 * SCHED_GROUPS + 4) * 4;  // long long [2]: zero_share
   static constexpr int OFF_ZERO = (OFF_SHARE + 16 + 127) / 128 * 128;
   static constexpr int ZERO_BYTES = 8 * 1024;
   static constexpr int BYTES = OFF_ZERO + ZERO_BYTES + 1024;
@@ -180,7 +176,8 @@ __device__ __forceinline__ uint32_t f16_pow2(int d) {
 
 // One per-32 scale (fp32 bits) on the whole fold, as fold_row's whole mode takes a row's four:
 // ok where it is a positive power of two in [2^-23, 2^13]; the fp16 bits of the scale, or of 1.0
-// where it is not (the first passes' decode then writes the bare codes).
+// where it is not (the prepared and register-weights forms' decode then uses the bare codes, and
+// the gate leaves the call to the exact fallback).
 __device__ __forceinline__ uint32_t whole_factor(uint32_t bits, bool& ok) {
   const int e = static_cast<int>((bits >> 23) & 0xffu);
   ok = (bits & 0x807fffffu) == 0u && e >= WHOLE_E_MIN && e <= WHOLE_E_MAX;
@@ -240,15 +237,6 @@ __device__ __forceinline__ void promote(float (&acc)[NACC], const float (&blk)[N
     acc[4 * cb + 2] = fmaf(blk[4 * cb + 2], sa1 * f.x, acc[4 * cb + 2]);
     acc[4 * cb + 3] = fmaf(blk[4 * cb + 3], sa1 * f.y, acc[4 * cb + 3]);
   }
-}
-
-__device__ __forceinline__ void st_release(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ uint32_t ld_acquire(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
 }
 
 __device__ __forceinline__ int clamp_rows(const void* masked_m, int masked_m_is_64, int grp, int max_m) {
@@ -327,92 +315,15 @@ __device__ __forceinline__ void zero_rows_async(__nv_bfloat16* c, RowsOf rows_of
 #include "grouped_prepared.cuh"
 #include "grouped_regw.cuh"
 
-// The predecoded form's operand, written by predecode_kernel earlier in the same stream: B' of
-// every (group, 128-K block kb, weight row) as the 256 bytes of the row in a stage (the two
-// 64-K atoms' 128-byte rows, unswizzled, in the K order above), at ((grp * KB + kb) * n + row) * 256;
-// whole[(grp * KB + kb) * (n / 64) + row / 64]: 1 where all four scales of each of those 64 rows
-// fold whole (B' is then exact), else 0.
-struct Predecoded {
-  const uint8_t* b;
-  const uint32_t* whole;
-  // the split tail's partial sums, fp32 [CTA][consumer warpgroup][accumulator][thread], and
-  // their flags [CTA] (zeroed by predecode_kernel): 1 once that CTA's partial sum is written
-  float* partial;
-  uint32_t* done;
-  // as the prepared and register-weights forms' fallback: the first pass's gate words; the kernel
-  // returns at once unless one is set (their GEMM has then computed nothing)
-  const uint32_t* gate;
-  int gate_words;
-};
-
-// The predecoded form's first pass: B' of the whole fold for every weight row and block of the
-// groups that have rows (a group without rows has no tile that reads it). CTA (x, y, grp): 64
-// weight rows and the blocks kb = 2 y, 2 y + 1 (where k has it); thread (r, h, s) = (tid / 8, (tid / 4) % 2,
-// tid % 4) sub-block s of block 2 y + h of row 64 x + r, so that a warp reads four rows' 128
-// contiguous bytes: its 16 bytes of codes times its scale, the four 16-byte chunks 4 (s % 2) + b
-// of atom s / 2 (the producer's decode writes the same chunks). A warp's B' is four rows of each
-// of its two blocks, 1 KiB contiguous a block: staged in shared memory, so that each store
-// instruction writes 512 contiguous bytes (a thread's own four 16-byte stores would each write
-// half sectors).
-constexpr int PREDECODE_THREADS = 512;
-
-__global__ void __launch_bounds__(PREDECODE_THREADS)
-    predecode_kernel(const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
-                     const void* __restrict__ masked_m, int masked_m_is_64, int max_m, int n, int k,
-                     uint8_t* __restrict__ b_pre, uint32_t* __restrict__ whole, uint32_t* __restrict__ done) {
-  __shared__ int not_whole[2];
-  if ((blockIdx.x | blockIdx.y | blockIdx.z) == 0)  // the main kernel's split-tail flags (its workspace is fresh)
-    for (int i = threadIdx.x; i < SPLIT_CTAS; i += PREDECODE_THREADS) done[i] = 0u;
-  __shared__ uint4 staged[PREDECODE_THREADS / 32][2][64];  // [warp][h][16-byte chunk of the 1 KiB]
-  const int grp = blockIdx.z, KB = k / 128;
-  if (clamp_rows(masked_m, masked_m_is_64, grp, max_m) == 0) return;
-  const int r = threadIdx.x >> 3, h = (threadIdx.x >> 2) & 1, s = threadIdx.x & 3, kb = 2 * blockIdx.y + h;
-  if (threadIdx.x < 2) not_whole[threadIdx.x] = 0;
-  __syncthreads();
-  const bool in = kb < KB;
-  const size_t row = static_cast<size_t>(grp) * n + blockIdx.x * 64 + r;
-  uint4 q = make_uint4(0u, 0u, 0u, 0u);
-  uint32_t bits = 0u;
-  if (in) {
-    q = __ldg(reinterpret_cast<const uint4*>(b_fp4 + row * (k / 2) + kb * 64 + s * 16));
-    bits = __float_as_uint(__ldg(b_scale + row * (k / 32) + kb * 4 + s));
-  }
-  bool ok;
-  const uint32_t f = whole_factor(bits, ok);
-  if (in && !ok) not_whole[h] = 1;
-  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-  uint32_t dec[4][4];
-#pragma unroll
-  for (int t = 0; t < 4; ++t) {
-    e2m1x8_to_f16x2x4(w[t], dec[t]);
-#pragma unroll
-    for (int b = 0; b < 4; ++b) dec[t][b] = f16x2_mul(dec[t][b], f | (f << 16));
-  }
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  uint4* mine = &staged[warp][h][(r & 3) * 16 + (s >> 1) * 8 + (s & 1) * 4];  // its 64 bytes of the warp's block h
-#pragma unroll
-  for (int b = 0; b < 4; ++b) mine[b] = make_uint4(dec[0][b], dec[1][b], dec[2][b], dec[3][b]);
-  __syncwarp();
-  // the warp's rows 64 x + 4 warp .. + 3 of block 2 y + hh: chunk lane + 32 i of their 1 KiB
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int hh = i >> 1, chunk = lane + 32 * (i & 1);
-    if (2 * blockIdx.y + hh < KB)
-      reinterpret_cast<uint4*>(b_pre + ((static_cast<size_t>(grp) * KB + 2 * blockIdx.y + hh) * n + blockIdx.x * 64 +
-                                        4 * warp) * 256)[chunk] = staged[warp][hh][chunk];
-  }
-  __syncthreads();
-  if (threadIdx.x < 2 && 2 * blockIdx.y + threadIdx.x < KB)
-    whole[(static_cast<size_t>(grp) * KB + 2 * blockIdx.y + threadIdx.x) * (n / 64) + blockIdx.x] =
-        not_whole[threadIdx.x] ? 0u : 1u;
-}
-
-template <int BN, bool PRE>
+// The producer form. gate: null, or (as the exact fallback of the prepared and register-weights
+// forms) their first pass's gate_words gate words: the kernel then returns at once unless one is
+// set (their GEMM has then computed nothing).
+template <int BN>
 __global__ void __launch_bounds__(THREADS, 1)
     grouped_wgmma_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
                          const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
                          const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c,
-                         int groups, int max_m, int n, int k, Predecoded pre) {
+                         int groups, int max_m, int n, int k, const uint32_t* gate, int gate_words) {
   using S = Smem<BN>;
   constexpr int STAGE_BYTES = S::STAGE_BYTES, ATOM_BYTES = S::ATOM_BYTES, RAW_BYTES = S::RAW_BYTES;
   constexpr int ROWS = BN / 32;  // weight rows a producer thread decodes a stage: lane + 32 i
@@ -427,9 +338,9 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint64_t* empty = full + STAGES;
 
   const int tid = threadIdx.x;
-  if (pre.gate) {  // the prepared form's fallback, a programmatic dependent of prepared_gemm
-    const bool needed = prepared::gate_set(pre.gate, pre.gate_words, tid, THREADS);
-    // prepared_gemm's end (it computed c, or returned at once): this grid never ends before it
+  if (gate) {  // the fallback, a programmatic dependent of prepared_gemm or regw_gemm
+    const bool needed = prepared::gate_set(gate, gate_words, tid, THREADS);
+    // that GEMM's end (it computed c, or returned at once): this grid never ends before it
     wait_for_prerequisites();
     if (!needed) return;
   }
@@ -465,34 +376,19 @@ __global__ void __launch_bounds__(THREADS, 1)
     n0 = (j % tiles_n) * BN;
   };
 
-  // A CTA's work items, in order: its whole busy tiles (list index blockIdx.x + i * gridDim.x),
-  // then, in the predecoded form, its run of the split tail.
-  // The split tail: with busy % gridDim.x tiles left after the last whole round, a round of
-  // whole tiles would keep the other CTAs idle for a whole tile; instead the stages of those
-  // tiles (tile-major) are cut into runs of `run` stages, one a CTA, at most two segments each
-  // (run < KT). A segment that starts a tile (stage 0) is its owner: it adds the partial sums of
-  // the tile's other segments to its own and stores; the others write theirs to the workspace
-  // and raise their flag. A partial segment comes first in its CTA's run, an owner last, so the
-  // owner's wait is short; the CTAs of a persistent grid are all resident at once (one an SM).
-  // Thread 0 writes the CTA's walk to shared memory (s_walk), so that the producer's few
-  // registers do not hold it.
-  enum Role { WHOLE, PARTIAL, OWNER };
-  struct Item {
-    int tile, kb0, kb1;  // list index, stages [kb0, kb1)
-    Role role;
+  // A CTA's walk: list index blockIdx.x + w * gridDim.x for w < s_walk[0], the count of its busy
+  // tiles, which thread 0 writes to shared memory so that the producer's few registers do not
+  // hold it. walk(w).tile: the CTA's tile w, -1 past its last. (A 16-byte struct, not an int:
+  // returned as an int, the compiler rotates the producer's and consumers' loops over it, and
+  // ptxas then allocates the consumers' registers differently: at BN 128, 28 bytes of spill
+  // stores and 32 of loads, against 24 and 40.)
+  struct Walk {
+    int tile, spare0, spare1, spare2;
   };
-  // s_walk: whole tiles, tail segments, the tail's first list index, run; then the segments'
-  // (tile, kb0, kb1, role)
   int* s_walk = s_busy + SCHED_GROUPS + 1;
-  auto item_of = [&](int w) -> Item {  // tile -1: past the CTA's last item
-    const int n_whole = s_walk[0], n_seg = s_walk[1];
-    if (w < n_whole) return {static_cast<int>(blockIdx.x + w * gridDim.x), 0, KT, WHOLE};
-    w -= n_whole;
-    if (PRE && w < n_seg) {  // (only the predecoded form splits a tail)
-      const int* seg = s_walk + 4 + 4 * w;
-      return {seg[0], seg[1], seg[2], static_cast<Role>(seg[3])};
-    }
-    return {-1, 0, 0, WHOLE};
+  auto walk = [&](int w) -> Walk {
+    if (w < s_walk[0]) return {static_cast<int>(blockIdx.x + w * gridDim.x)};
+    return {-1};
   };
 
   STAGE_TRACE_START();
@@ -516,27 +412,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     const int G = gridDim.x, bx = blockIdx.x;
     const int busy = listed ? s_busy[groups] : total;
-    int run = 0;
-    if (PRE && listed && G <= SPLIT_CTAS && busy % G != 0) {
-      run = max(((busy % G) * KT + G - 1) / G, (KT + SPLIT_MAX - 1) / SPLIT_MAX);
-      if (run >= KT) run = 0;
-    }
-    const int whole_tiles = run ? busy - busy % G : busy;
-    const int tail_units = (busy - whole_tiles) * KT;
-    const int u0 = min(bx * run, tail_units), u1 = min(u0 + run, tail_units);
-    const int n_seg = u0 == u1 ? 0 : ((u1 - 1) / KT != u0 / KT ? 2 : 1);
-    s_walk[0] = bx < whole_tiles ? (whole_tiles - bx + G - 1) / G : 0;
-    s_walk[1] = n_seg;
-    s_walk[2] = whole_tiles;
-    s_walk[3] = run;
-    for (int w = 0; w < n_seg; ++w) {
-      const int u = w == 0 ? u0 : (u0 / KT + 1) * KT, tt = u / KT, end = min(u1, (tt + 1) * KT);
-      int* seg = s_walk + 4 + 4 * w;
-      seg[0] = whole_tiles + tt;
-      seg[1] = u - tt * KT;
-      seg[2] = end - tt * KT;
-      seg[3] = u % KT ? PARTIAL : OWNER;
-    }
+    s_walk[0] = bx < busy ? (busy - bx + G - 1) / G : 0;
   }
   __syncthreads();
   // the rows past masked_m (listed: the walk leaves them out): thread 0, a consumer, issues its
@@ -572,61 +448,15 @@ __global__ void __launch_bounds__(THREADS, 1)
     uint32_t gs = 0;  // pipeline stages produced so far, over all tiles
 #pragma unroll 1
     for (int w = 0;; ++w) {
-      const Item item = item_of(w);
-      if (item.tile < 0) break;
+      const Walk step = walk(w);
+      if (step.tile < 0) break;
       int grp, m0, n0;
-      tile_of(item.tile, grp, m0, n0);
+      tile_of(step.tile, grp, m0, n0);
       if (m0 >= clamp_rows(masked_m, masked_m_is_64, grp, max_m)) continue;
-      const int kb0 = PRE ? item.kb0 : 0, ns = PRE ? item.kb1 - item.kb0 : KT;  // the item's stages
-      if constexpr (PRE) {
-        // every block of the tile's weight rows folded whole: B' is copied in from the first
-        // pass, 16 bytes a copy, chunk p + 128 i = (row p / 16 + 8 i, atom (p / 8) % 2, chunk
-        // p % 8), swizzled by row % 8; each thread's copies of a stage land (wait_group), are
-        // fenced for the tensor cores and the thread arrives, STAGES - 1 stages in flight
-        bool tile_whole = true;
-        for (int i = lane; i < ns * (BN / 64); i += 32)
-          tile_whole = tile_whole && __ldg(pre.whole + (static_cast<size_t>(grp) * KB + kb0 + i / (BN / 64)) * (n / 64) +
-                                           n0 / 64 + i % (BN / 64)) != 0u;
-        if (__all_sync(0xffffffffu, tile_whole)) {
-          const uint8_t* src = pre.b + ((static_cast<size_t>(grp) * KB + kb0) * n + n0) * 256 + p * 16;
-          const uint32_t r16 = p >> 4;
-          const uint32_t dst0 = base + ((p >> 3) & 1) * ATOM_BYTES + r16 * 128 + (((p & 7) ^ (r16 & 7)) << 4);
-          const uint32_t gs0 = gs;
-          auto copy_pre = [&](int st) {
-            const uint32_t gst = gs0 + st;
-            mbar_wait(&empty[gst % STAGES], ((gst / STAGES) & 1) ^ 1);
-            STAGE_TRACE(gst, 1, p == 0);  // slot free
-            const uint32_t dst = dst0 + (gst % STAGES) * STAGE_BYTES;
-            const uint8_t* from = src + static_cast<size_t>(st) * n * 256;
-#pragma unroll
-            for (int i = 0; i < BN / 8; ++i) cp_async16(dst + i * 1024, from + i * 2048);
-            STAGE_TRACE(gst, 8, p == 0);  // copies issued
-          };
-#pragma unroll
-          for (int st = 0; st < STAGES - 1; ++st) {
-            if (st < ns) copy_pre(st);
-            cp_async_commit();
-          }
-#pragma unroll 1
-          for (int it = 0; it < ns; ++it) {
-            cp_async_wait<STAGES - 2>();  // this thread's copies of stage it have landed
-            STAGE_TRACE(gs, 0, p == 0);  // landed
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-            STAGE_TRACE(gs, 3, p == 0);  // fenced
-            const int slot = gs % STAGES;
-            if (lane == 0) flags[slot * 4 + s] = 0u;  // whole: the consumers promote by a_scale only
-            mbar_arrive(&full[slot]);
-            ++gs;
-            if (it + STAGES - 1 < ns) copy_pre(it + STAGES - 1);
-            cp_async_commit();
-          }
-          continue;
-        }
-      }
       // copies: thread p moves chunk c = p + 128 i (row c / 4, sub-block c % 4): four threads read
       // one row's 64 contiguous bytes
-      const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16 + kb0 * 64;
-      const float* sc_src = b_scale + (static_cast<size_t>(grp) * n + n0 + (folds ? fold_r : 0)) * (k / 32) + 4 * kb0;
+      const uint8_t* src = b_fp4 + (static_cast<size_t>(grp) * n + n0 + (p >> 2)) * (k / 2) + (p & 3) * 16;
+      const float* sc_src = b_scale + (static_cast<size_t>(grp) * n + n0 + (folds ? fold_r : 0)) * (k / 32);
       // raw slots count stages over all tiles: the next tile's first copies, issued before any
       // barrier of that tile, then land in slots every warp is done with (those of the stages
       // before the tile's last), whatever KT is
@@ -639,11 +469,11 @@ __global__ void __launch_bounds__(THREADS, 1)
       };
 #pragma unroll
       for (int st = 0; st < RAW_STAGES - 1; ++st) {
-        if (st < ns) copy_stage(st);
+        if (st < KT) copy_stage(st);
         cp_async_commit();
       }
 #pragma unroll 1
-      for (int it = 0; it < ns; ++it) {
+      for (int it = 0; it < KT; ++it) {
         cp_async_wait<RAW_STAGES - 2>();  // this thread's own copies of stage it have landed
         STAGE_TRACE(gs, 0, p == 0);  // raw codes landed
         // the fold's scales (this thread's own copy) are loaded before anything waits on them;
@@ -676,7 +506,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         // stage it - 1's raw slot, which the copies issued next overwrite
         asm volatile("bar.sync %0, %1;\n" ::"n"(PRODUCER_BARRIER), "n"(128) : "memory");
         STAGE_TRACE(gs, 2, p == 0);  // factors written, the four warps met
-        if (it + RAW_STAGES - 1 < ns) copy_stage(it + RAW_STAGES - 1);
+        if (it + RAW_STAGES - 1 < KT) copy_stage(it + RAW_STAGES - 1);
         cp_async_commit();
         STAGE_TRACE(gs, 8, p == 0);  // next copies issued
         uint4 codes = ld_shared16(slot_raw);
@@ -723,12 +553,11 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint32_t gs = 0;  // pipeline stages consumed so far, over all tiles
 #pragma unroll 1
   for (int w = 0;; ++w) {
-    Item item = item_of(w);
-    if (item.tile < 0) break;
+    const Walk step = walk(w);
+    if (step.tile < 0) break;
     int grp, m0, n0;
-    tile_of(item.tile, grp, m0, n0);
+    tile_of(step.tile, grp, m0, n0);
     const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
-    const int kb0 = PRE ? item.kb0 : 0, ns = PRE ? item.kb1 - item.kb0 : KT;  // the item's stages
     __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
     if (m0 >= rows) {  // zeros: 16 bytes a thread a step, rows below max_m
       for (int i = tid; i < BM * BN / 8; i += 256) {
@@ -740,10 +569,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int row0 = m0 + wg * 64 + warp * 16 + g, row1 = row0 + 8;
     const bool ok0 = row0 < rows, ok1 = row1 < rows;
     // rows past masked_m read row 0's A (always there) and are never stored
-    const uint8_t* pa0 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * k + 8 * t + kb0 * BK;
-    const uint8_t* pa1 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * k + 8 * t + kb0 * BK;
-    const float* ps0 = a_scale + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * KB + kb0;
-    const float* ps1 = a_scale + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * KB + kb0;
+    const uint8_t* pa0 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * k + 8 * t;
+    const uint8_t* pa1 = a_fp8 + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * k + 8 * t;
+    const float* ps0 = a_scale + (static_cast<size_t>(grp) * max_m + (ok0 ? row0 : 0)) * KB;
+    const float* ps1 = a_scale + (static_cast<size_t>(grp) * max_m + (ok1 ? row1 : 0)) * KB;
 
     float acc[BN / 2], blk[BN / 2];
 #pragma unroll
@@ -771,8 +600,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     // stages back (the empty barriers count 256 arrivals); its epilogue writes the rows' zeros
     const bool idle = m0 + wg * 64 >= rows;
 #pragma unroll 1
-    for (int it = 0; it < ns; ++it) {
-      if (zeroing && zero_piece < ZERO_PIECES && zero_piece * ns <= it * ZERO_PIECES) zero_next();
+    for (int it = 0; it < KT; ++it) {
+      if (zeroing && zero_piece < ZERO_PIECES && zero_piece * KT <= it * ZERO_PIECES) zero_next();
       if (idle) {
         mbar_wait(&full[gs % STAGES], (gs / STAGES) & 1);
         mbar_arrive(&empty[gs % STAGES]);
@@ -793,7 +622,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
       const float sa0 = sa_nxt0, sa1 = sa_nxt1;
-      if (it + 1 < ns) load_a();
+      if (it + 1 < KT) load_a();
 
       const int slot = gs % STAGES;
       STAGE_TRACE(gs, 4, tid == 0);  // A converted, waits for B
@@ -844,53 +673,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
 
     // the epilogue's tile, read again rather than kept: the K loop's registers are the consumers' limit
-    item = item_of(w);
-    tile_of(item.tile, grp, m0, n0);
+    tile_of(walk(w).tile, grp, m0, n0);
     const int e_rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
     const int e_row0 = m0 + wg * 64 + warp * 16 + g, e_row1 = e_row0 + 8;
-    const bool e_idle = m0 + wg * 64 >= e_rows;
     __nv_bfloat16* e_cg = c + static_cast<size_t>(grp) * max_m * n;
-
-    // ---- a split tile's segments: partial sums through the workspace (item_of above) ----
-    if constexpr (PRE) {
-      if (item.role != WHOLE) {
-        constexpr int NACC = BN / 2;
-        if (item.role == PARTIAL) {
-          float* part = pre.partial + static_cast<size_t>(blockIdx.x * 2 + wg) * NACC * 128 + lt;
-          if (!e_idle) {
-#pragma unroll
-            for (int i = 0; i < NACC; ++i) __stcg(part + i * 128, acc[i]);
-          }
-          __threadfence();
-          asm volatile("bar.sync %0, %1;\n" ::"n"(CONSUMER_BARRIER), "n"(256) : "memory");
-          if (tid == 0) st_release(pre.done + blockIdx.x, 1u);
-          continue;
-        }
-        // the owner: the tile's other segments are CTAs blockIdx.x + 1 .. last (their runs start inside it)
-        const int last = ((item.tile - s_walk[2] + 1) * KT - 1) / s_walk[3];
-        if (tid == 0) {
-          for (int j = blockIdx.x + 1; j <= last; ++j) {
-#ifdef LOWBIT_WATCHDOG
-            long long spins = 0;
-#endif
-            while (ld_acquire(pre.done + j) == 0u) {
-              __nanosleep(64);
-#ifdef LOWBIT_WATCHDOG
-              if (++spins > (1ll << 26)) __trap();
-#endif
-            }
-          }
-        }
-        asm volatile("bar.sync %0, %1;\n" ::"n"(CONSUMER_BARRIER), "n"(256) : "memory");
-        if (!e_idle) {
-          for (int j = blockIdx.x + 1; j <= last; ++j) {
-            const float* part = pre.partial + static_cast<size_t>(j * 2 + wg) * NACC * 128 + lt;
-#pragma unroll
-            for (int i = 0; i < NACC; ++i) acc[i] += __ldcg(part + i * 128);
-          }
-        }
-      }
-    }
 
     // ---- epilogue: rows < rows get bf16(acc) (round to nearest even), rows in [rows, max_m) zeros ----
     const bool in0 = e_row0 < max_m, in1 = e_row1 < max_m, e_ok0 = e_row0 < e_rows, e_ok1 = e_row1 < e_rows;
@@ -1401,13 +1187,6 @@ bool sync_tile(int bm, int bn) { return bn == 32 && (bm == 8 || bm == 16); }
 
 constexpr int SW_TN = 32, SW_SPLIT = 4;  // the tokens-as-N form's instantiation: 32 token rows, K split 4 ways
 
-// The predecoded form's workspace: B' (256 bytes a weight row a 128-K block), its whole flags
-// (a uint32 a group, block and 64 rows, rounded up to 16 bytes), the split tail's flags (a uint32
-// a CTA) and partial sums (fp32 128 x 128 a CTA).
-long long predecoded_b_bytes(int g, int n, int k) { return static_cast<long long>(g) * (k / 128) * n * 256; }
-long long whole_flag_bytes(int g, int n, int k) { return (static_cast<long long>(g) * (k / 128) * (n / 64) * 4 + 15) / 16 * 16; }
-constexpr long long SPLIT_BYTES = SPLIT_CTAS * 4 + static_cast<long long>(SPLIT_CTAS) * 128 * 128 * 4;
-
 }  // namespace
 
 #ifdef LOWBIT_STAGE_TRACE
@@ -1424,10 +1203,9 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 int launch_gated_fallback(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
                           int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, const uint32_t* gate,
                           long long words, cudaStream_t s) {
-  const Predecoded fallback{nullptr, nullptr, nullptr, nullptr, gate, static_cast<int>(words)};
-  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(
+  return launch<grouped_wgmma_kernel<128>, THREADS, Smem<128>::BYTES>(
       g * prepared::m_tiles(max_m) * (n / 128), s, true, a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k,
-      fallback);
+      gate, static_cast<int>(words));
 }
 
 // The prepared form (grouped_prepared.cuh): prepare_kernel, prepared_gemm as its programmatic
@@ -1490,17 +1268,16 @@ int launch_regw(const uint8_t* a8, const float* as, const uint8_t* b4, const flo
 // decoded by a producer warpgroup), 256 x 128 (the register-weights form), 128 x 256 (the
 // prepared form), 32 x 64 (the wgmma tokens-as-N form), or 8 x 32 and 16 x 32 (the mma.sync
 // tokens-as-N form); n % bn == 0, k % 128 == 0.
-// workspace: null, or (128 x 128, 256 x 128 and 128 x 256 only) 16-byte aligned, of
-// lowbit_grouped_workspace_bytes(g, max_m, n, k, bm, bn) bytes, not in use by another call: at
-// 128 x 128 the predecoded form (a first pass writing B' there for the producer to copy, and the
-// split tail's partial sums), at 256 x 128 the register-weights form's token images, factors and
-// gate, at 128 x 256 the prepared form's images and gate (both needed).
+// workspace: at 256 x 128 and 128 x 256 (and only there), 16-byte aligned, of
+// lowbit_grouped_workspace_bytes(g, max_m, n, k, bm, bn) bytes, not in use by another call: the
+// register-weights form's token images, factors and gate, or the prepared form's images and gate;
+// null at the other tiles.
 // Returns a cudaError_t code.
 extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, const void* b_fp4, const void* b_scale,
                                     const void* masked_m, int masked_m_is_64, void* c, int g, int max_m, int n, int k,
                                     int bm, int bn, void* workspace, void* stream) {
   if (g <= 0 || max_m <= 0) return 0;
-  const bool tile_ok = (bm == 128 && (bn == 128 || (bn == 64 && !workspace) || (bn == 256 && workspace))) ||
+  const bool tile_ok = (bm == 128 && (((bn == 128 || bn == 64) && !workspace) || (bn == 256 && workspace))) ||
                        (bm == regw::TT && bn == regw::TW && workspace) ||
                        ((bm == SW_TN && bn == SW_ROWS) || sync_tile(bm, bn)) && !workspace;
   if (!tile_ok || n <= 0 || n % bn != 0 || k <= 0 || k % BK != 0) return static_cast<int>(cudaErrorInvalidValue);
@@ -1524,35 +1301,19 @@ extern "C" int lowbit_grouped_wgmma(const void* a_fp8, const void* a_scale, cons
   if (bn == prepared::TN)
     return launch_prepared(a8, as, b4, bs, masked_m, masked_m_is_64, cc, g, max_m, n, k, workspace, s);
   const long long tiles = g * m_tiles * (n / bn);
-  if (workspace) {
-    if (g > 65535) return static_cast<int>(cudaErrorInvalidValue);
-    uint8_t* b_pre = static_cast<uint8_t*>(workspace);
-    uint32_t* whole = reinterpret_cast<uint32_t*>(b_pre + predecoded_b_bytes(g, n, k));
-    uint32_t* done = reinterpret_cast<uint32_t*>(b_pre + predecoded_b_bytes(g, n, k) + whole_flag_bytes(g, n, k));
-    float* partial = reinterpret_cast<float*>(done + SPLIT_CTAS);
-    predecode_kernel<<<dim3(n / 64, (k / 128 + 1) / 2, g), PREDECODE_THREADS, 0, s>>>(
-        b4, bs, masked_m, masked_m_is_64, max_m, n, k, b_pre, whole, done);
-    const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return static_cast<int>(e);
-    const Predecoded pre{b_pre, whole, partial, done};
-    return launch<grouped_wgmma_kernel<128, true>, THREADS, Smem<128>::BYTES>(tiles, s, false, a8, as, b4, bs, masked_m,
-                                                                                masked_m_is_64, cc, g, max_m, n, k, pre);
-  }
-  const Predecoded none{nullptr, nullptr, nullptr, nullptr};
+  const uint32_t* no_gate = nullptr;
   if (bn == 64)
-    return launch<grouped_wgmma_kernel<64, false>, THREADS, Smem<64>::BYTES>(tiles, s, false, a8, as, b4, bs, masked_m,
-                                                                              masked_m_is_64, cc, g, max_m, n, k, none);
-  return launch<grouped_wgmma_kernel<128, false>, THREADS, Smem<128>::BYTES>(tiles, s, false, a8, as, b4, bs, masked_m,
-                                                                               masked_m_is_64, cc, g, max_m, n, k, none);
+    return launch<grouped_wgmma_kernel<64>, THREADS, Smem<64>::BYTES>(tiles, s, false, a8, as, b4, bs, masked_m,
+                                                                       masked_m_is_64, cc, g, max_m, n, k, no_gate, 0);
+  return launch<grouped_wgmma_kernel<128>, THREADS, Smem<128>::BYTES>(tiles, s, false, a8, as, b4, bs, masked_m,
+                                                                        masked_m_is_64, cc, g, max_m, n, k, no_gate, 0);
 }
 
-// Bytes of the workspace of the form on tiles bm x bn: the predecoded form (128 x 128;
-// predecoded_b_bytes above says what it holds), the register-weights form (256 x 128,
+// Bytes of the workspace of the form on tiles bm x bn: the register-weights form (256 x 128,
 // grouped_regw.cuh) or the prepared form (128 x 256, grouped_prepared.cuh); 0 for the forms
 // without one.
 extern "C" long long lowbit_grouped_workspace_bytes(int g, int max_m, int n, int k, int bm, int bn) {
   if (bm == regw::TT && bn == regw::TW) return regw::workspace_bytes(g, max_m, n, k);
-  if (bm != 128 || (bn != 128 && bn != prepared::TN)) return 0;
-  if (bn == prepared::TN) return prepared::workspace_bytes(g, max_m, n, k);
-  return predecoded_b_bytes(g, n, k) + whole_flag_bytes(g, n, k) + SPLIT_BYTES;
+  if (bm == 128 && bn == prepared::TN) return prepared::workspace_bytes(g, max_m, n, k);
+  return 0;
 }

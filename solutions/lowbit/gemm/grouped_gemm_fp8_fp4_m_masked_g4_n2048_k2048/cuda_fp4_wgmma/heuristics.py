@@ -9,10 +9,11 @@ warpgroup's decode of BN rows a stage is the critical path; 64-wide tiles halve 
 the tokens to fp16 once a call, and the weights are decoded into the MMA's register operand by
 the threads that multiply them. 128 x 256 is the prepared form: a first pass converts both
 operands to fp16 stage images once a call, and the GEMM copies them in whole, where each weight
-row is read by enough tiles to repay the pass. The predecoded form (128 x 128, a first pass
-decoding the weights only) serves the many-row groups whose n is no multiple of 256. A rule
-applies only where n is a multiple of its tile's weight rows. Rows are counted from expected_m
-when the caller gives it (a hint: a wrong one costs time, never correctness), else from max_m.
+row is read by enough tiles to repay the pass; where n is no multiple of 256, the register-weights
+form serves those groups too. A rule applies only where n is a multiple of its tile's weight
+rows; the last has 128 of them, so every n that is a multiple of 128 gets a tile. Rows are
+counted from expected_m when the caller gives it (a hint: a wrong one costs time, never
+correctness), else from max_m.
 The figures are GPU time on an H200 (graph replay, L2 cold, tools/time_wgmma_variants.py,
 2026-12-04), those marked H100 on an H100 80GB HBM3 (same tool, both forms in one run, 2026-12-07).
 """
@@ -34,8 +35,9 @@ RULES = (
     (None, None, None, (128, 256, "prepared"), "both operands fp16 once a call, then copied in whole stages: "
                                                "2048 ~75 % 131.6 us (predecoded 157.0; H100: register-weights "
                                                "145.1 against 137.4)"),
-    (None, None, None, (128, 128, "predecoded"), "n no multiple of 256, each weight row read by 5+ tiles: "
-                                                 "decoding it once in a first pass (~10 us) pays back"),
+    (None, None, None, (256, 128, "register"), "n no multiple of 256: the register-weights form, which beat the "
+                                               "predecoded form it replaces at n 2048 (2048 ~75 %: 142.4 against "
+                                               "179.0 us, H100 80GB HBM3, 2026-12-07)"),
 )
 
 

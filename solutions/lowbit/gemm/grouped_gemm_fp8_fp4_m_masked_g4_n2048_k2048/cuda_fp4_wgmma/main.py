@@ -2,13 +2,12 @@
 Hopper's tensor cores with f16 operands and fp32 accumulation, exact (grouped_wgmma.cu says why
 and how): for groups of few rows the weights decoded from FP4 straight into the MMA's register
 operand (tokens-as-N forms, on mma.sync up to 16 rows and on wgmma up to 32), else into shared
-memory by a producer warpgroup under the wgmmas (one launch each); for groups of 257-1024 rows a
-first pass converts the tokens to fp16 stage images in a workspace and the weights are decoded
-into the MMA's register operand by the threads that multiply them (register-weights form); for
-more, a first pass converts both operands to fp16 stage images, which the GEMM copies in whole
-(prepared form), or, where n is no multiple of 256, decodes every weight once for the producer
-to copy in (predecoded form, two launches). The register-weights and prepared forms take three
-launches: the last, the producer form, runs only where a scale needs it.
+memory by a producer warpgroup under the wgmmas (one launch each); for groups of 257-1024 rows,
+and of more where n is no multiple of 256, a first pass converts the tokens to fp16 stage images
+in a workspace and the weights are decoded into the MMA's register operand by the threads that
+multiply them (register-weights form); for more, a first pass converts both operands to fp16
+stage images, which the GEMM copies in whole (prepared form). The register-weights and prepared
+forms take three launches: the last, the producer form, runs only where a scale needs it.
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
@@ -37,8 +36,8 @@ from .heuristics import tile_shape
 
 _HERE = Path(__file__).resolve().parent
 DEF_G, DEF_N, DEF_K = 4, 2048, 2048
-TILES = ((8, 32), (16, 32), (32, 64), (128, 64), (128, 128), (128, 128, "predecoded"),
-         (256, 128, "register"), (128, 256, "prepared"))  # the kernel's instantiations
+TILES = ((8, 32), (16, 32), (32, 64), (128, 64), (128, 128), (256, 128, "register"),
+         (128, 256, "prepared"))  # the kernel's instantiations
 
 
 class _Plan(NamedTuple):
@@ -51,7 +50,7 @@ class _Plan(NamedTuple):
     dev: int = 0
     bm: int = 128
     bn: int = 128
-    workspace_bytes: int = 0  # > 0: the predecoded or the prepared form
+    workspace_bytes: int = 0  # > 0: the register-weights or the prepared form
 
 
 _PLANS = {}
@@ -62,8 +61,8 @@ def entry():
     """The built library (build.py) with its entries' argument types set:
     lowbit_grouped_wgmma(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, g, max_m,
     n, k, bm, bn, workspace, stream) -> cudaError_t code, and
-    lowbit_grouped_workspace_bytes(g, max_m, n, k, bm, bn) -> the workspace size of the predecoded
-    (128 x 128), register-weights (256 x 128) or prepared (128 x 256) form."""
+    lowbit_grouped_workspace_bytes(g, max_m, n, k, bm, bn) -> the workspace size of the
+    register-weights (256 x 128) or prepared (128 x 256) form."""
     global _ENTRY
     if _ENTRY is None:
         lib = library(_HERE / "grouped_wgmma.cu",
