@@ -54,9 +54,6 @@ inline long long b_img_bytes(int g, int n, int k) { return static_cast<long long
 inline long long b_ctas(int g, int n, int k) { return static_cast<long long>(g) * (n / 128) * (k / 128); }
 inline long long a_ctas(int g, int max_m, int k) { return static_cast<long long>(g) * m_tiles(max_m) * 2 * (k / 128); }
 inline long long gate_words(int g, int max_m, int n, int k) { return b_ctas(g, n, k) + a_ctas(g, max_m, k); }
-// the register-weights form's first pass: B's CTAs check 128 weight rows' scales over all of K
-inline long long regw_b_ctas(int g, int n) { return static_cast<long long>(g) * (n / 128); }
-inline long long regw_gate_words(int g, int max_m, int n, int k) { return regw_b_ctas(g, n) + a_ctas(g, max_m, k); }
 inline long long workspace_bytes(int g, int max_m, int n, int k) {
   return a_img_bytes(g, max_m, k) + b_img_bytes(g, n, k) + (gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
 }
@@ -89,21 +86,7 @@ __global__ void __launch_bounds__(PREP_THREADS)
   uint8_t* dst[2] = {nullptr, nullptr};  // where the two staged stages go (null: this CTA writes nothing)
   uint32_t bytes = 0;
   int cta = blockIdx.x;
-  if (REGW && cta < nb_ctas) {  // 128 weight rows' scales, all of K: half h of each row's groups of four
-    const int nblk = cta % (n / 128), grp = cta / (n / 128);
-    if (clamp_rows(masked_m, masked_m_is_64, grp, max_m) > 0) {
-      const float* sr = b_scale + (static_cast<size_t>(grp) * n + nblk * 128 + (t >> 1)) * (k / 32);
-      for (int j = 4 * (t & 1); j < k / 32; j += 8) {
-        const uint4 q = __ldg(reinterpret_cast<const uint4*>(sr + j));
-        bool ok0, ok1, ok2, ok3;
-        whole_factor(q.x, ok0);
-        whole_factor(q.y, ok1);
-        whole_factor(q.z, ok2);
-        whole_factor(q.w, ok3);
-        bad = bad || !(ok0 && ok1 && ok2 && ok3);
-      }
-    }
-  } else if (cta < nb_ctas) {
+  if (cta < nb_ctas) {
     const int kb = cta % KB, rest = cta / KB, nblk = rest % (n / 128), grp = rest / (n / 128);
     if (clamp_rows(masked_m, masked_m_is_64, grp, max_m) > 0) {
       const int h = t & 1, r = t >> 1, row = nblk * 128 + r;

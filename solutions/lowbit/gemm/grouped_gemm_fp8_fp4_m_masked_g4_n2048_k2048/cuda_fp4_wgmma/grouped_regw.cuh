@@ -49,9 +49,11 @@ static_assert(TT * OUT_PITCH <= STAGES * SLOT, "the epilogue's staging fits the 
 __host__ __device__ inline long long t_tiles(int max_m) { return (max_m + TT - 1) / TT; }
 // Workspace (16-byte aligned): the token images (prepared::a_img_bytes), the rescale factors
 // (prepared::ratio_bytes), the gate (a uint32 a first-pass CTA), in this order.
+__host__ __device__ inline long long tiles(int g, int max_m, int n) { return static_cast<long long>(g) * t_tiles(max_m) * (n / TW); }
+// the gate: the first pass's words (a_scale), then one a GEMM CTA (weight scales)
+inline long long gate_words(int g, int max_m, int n, int k) { return prepared::a_ctas(g, max_m, k) + tiles(g, max_m, n); }
 inline long long workspace_bytes(int g, int max_m, int n, int k) {
-  return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) +
-         (prepared::regw_gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
+  return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) + (gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
 }
 
 // The K (0..127) of a 128-K block that step s, fragment column c multiplies (module comment).
@@ -74,9 +76,9 @@ __device__ __forceinline__ Codes load_codes(const uint8_t* c0, const uint8_t* c1
 
 // A block's 8 steps of register fragments: frag[s] = {row r0 cols 2t, 2t+1; r0 + 8 same; r0 cols
 // 2t+8, 2t+9; r0 + 8 same}, each code x its scale (exact: the gate admits only the whole fold).
-__device__ __forceinline__ void decode_block(const Codes& x, uint32_t (&frag)[8][4]) {
-  bool ok;
-  const uint32_t f0 = whole_factor(__float_as_uint(x.s0), ok), f1 = whole_factor(__float_as_uint(x.s1), ok);
+__device__ __forceinline__ bool decode_block(const Codes& x, uint32_t (&frag)[8][4]) {
+  bool ok0, ok1;
+  const uint32_t f0 = whole_factor(__float_as_uint(x.s0), ok0), f1 = whole_factor(__float_as_uint(x.s1), ok1);
   const uint32_t g0 = f0 | (f0 << 16), g1 = f1 | (f1 << 16);
   const uint32_t a[4] = {x.w0.x, x.w0.y, x.w0.z, x.w0.w}, b[4] = {x.w1.x, x.w1.y, x.w1.z, x.w1.w};
 #pragma unroll
@@ -98,29 +100,33 @@ __device__ __forceinline__ void decode_block(const Codes& x, uint32_t (&frag)[8]
     frag[2 * i + 1][2] = d0[3];
     frag[2 * i + 1][3] = d1[3];
   }
+  return ok0 && ok1;
 }
 
 __global__ void __launch_bounds__(THREADS, 1)
-    regw_gemm(const uint8_t* __restrict__ a_img, const float* __restrict__ ratio, const uint32_t* __restrict__ gate,
-              int gate_count, const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
+    regw_gemm(const uint8_t* __restrict__ a_img, const float* __restrict__ ratio, uint32_t* __restrict__ gate,
+              int a_words, const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
               const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c, int groups,
               int max_m, int n, int k) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t base = smem_addr(smem);
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + STAGES * SLOT);  // full [STAGES], empty [STAGES]
+  __shared__ int s_bad;
   const int tid = threadIdx.x, wg = tid >> 7;
-  wait_for_prerequisites();  // the first pass's images, factors and gate complete and visible
-  const bool fallback = prepared::gate_set(gate, gate_count, tid, THREADS);
-  launch_dependents();
-  if (fallback) return;  // the producer form computes c
+  wait_for_prerequisites();  // the first pass's images, factors and gate words complete and visible
+  const bool fallback = prepared::gate_set(gate, a_words, tid, THREADS);
+  launch_dependents();  // the fallback may be scheduled: it reads the gate once this grid has ended
+  if (fallback) return;  // an a_scale the rescale cannot take: the producer form computes c
   const int NB = n / TW, KS = k / 64, KB = k / 128, MT = static_cast<int>(prepared::m_tiles(max_m));
+  if (tid == 0) s_bad = 0;
   const int4 tile = prepared::tile_and_ring(bars, STAGES, masked_m, masked_m_is_64, groups, max_m, NB, TT);
   const int grp = tile.x, mt = tile.y, nb = tile.z, rows = tile.w;
   __nv_bfloat16* cg = c + (static_cast<size_t>(grp) * max_m + mt * TT) * n + nb * TW;
   const int tile_rows = min(TT, max_m - mt * TT);
   if (mt * TT >= rows) {  // wholly past masked_m: zeros
     prepared::zero_tile(cg, tile_rows, TW, n, tid, THREADS);
+    if (tid == 0) gate[a_words + blockIdx.x] = 0u;
     return;
   }
 
@@ -162,6 +168,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   float acc[TT / 2];
 #pragma unroll
   for (int i = 0; i < TT / 2; ++i) acc[i] = 0.0f;
+  bool bad = false;  // a weight scale outside the whole fold: the fallback computes c
   int s = 0;
   uint32_t ph = 0;
   // one 128-K block: decode, two stages of 4 MMAs, the next loads into the same registers, rescale
@@ -196,7 +203,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         ph ^= 1u;
       }
     }
-    if (kb + 1 < KB) decode_block(x, nxt);
+    if (kb + 1 < KB) bad = !decode_block(x, nxt) || bad;
     if (kb + 3 < KB) x = load_codes(c0, c1, s0, s1, kb + 3);
     wgmma_wait<1>();
     mbar_arrive(bars + STAGES + slot[0]);
@@ -210,7 +217,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint32_t fa[8][4], fb[8][4];
   Codes xa = load_codes(c0, c1, s0, s1, 0), xb = xa;
   if (KB > 1) xb = load_codes(c0, c1, s0, s1, 1);
-  decode_block(xa, fa);
+  bad = !decode_block(xa, fa);
   if (KB > 2) xa = load_codes(c0, c1, s0, s1, 2);
 #pragma unroll 1
   for (int kb = 0; kb < KB; kb += 2) {  // unrolled by two: the fragment and code registers alternate
@@ -219,7 +226,9 @@ __global__ void __launch_bounds__(THREADS, 1)
   }
   // epilogue: every MMA has retired and every stage has landed, so the ring is free: bf16 staged
   // transposed there ([token][weight row]), then stored 16 bytes a thread
+  if (bad) atomicOr(&s_bad, 1);
   asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  if (tid == 128) gate[a_words + blockIdx.x] = s_bad ? 1u : 0u;
   const int wr = cw * 64 + 16 * w + gq;  // weight row in the tile of accumulators 4 i + 0..1 (+ 8: 4 i + 2..3)
 #pragma unroll
   for (int i = 0; i < TT / 8; ++i)

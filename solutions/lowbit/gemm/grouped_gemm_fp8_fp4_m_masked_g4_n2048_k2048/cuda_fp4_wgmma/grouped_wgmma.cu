@@ -339,10 +339,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   const int tid = threadIdx.x;
   if (gate) {  // the fallback, a programmatic dependent of prepared_gemm or regw_gemm
-    const bool needed = prepared::gate_set(gate, gate_words, tid, THREADS);
-    // that GEMM's end (it computed c, or returned at once): this grid never ends before it
+    // that GEMM's end (it computed c, or returned at once), whose CTAs may write gate words
     wait_for_prerequisites();
-    if (!needed) return;
+    if (!prepared::gate_set(gate, gate_words, tid, THREADS)) return;
   }
   const int wg = tid >> 7;
   const int tiles_n = n / BN;
@@ -1244,19 +1243,18 @@ int launch_regw(const uint8_t* a8, const float* as, const uint8_t* b4, const flo
   int sms = 0;
   cudaError_t e = configure<R::regw_gemm, R::SMEM>(sms);
   if (e != cudaSuccess) return static_cast<int>(e);
-  const long long nb_ctas = P::regw_b_ctas(g, n), words = P::regw_gate_words(g, max_m, n, k);
-  const long long tiles = g * R::t_tiles(max_m) * (n / R::TW);
-  if (words >= (1LL << 31) || tiles >= (1LL << 31)) return static_cast<int>(cudaErrorInvalidValue);
+  const long long a_words = P::a_ctas(g, max_m, k), words = R::gate_words(g, max_m, n, k), tiles = R::tiles(g, max_m, n);
+  if (words >= (1LL << 31)) return static_cast<int>(cudaErrorInvalidValue);
   uint8_t* a_img = static_cast<uint8_t*>(workspace);
   float* ratio = reinterpret_cast<float*>(a_img + P::a_img_bytes(g, max_m, k));
   uint32_t* gate = reinterpret_cast<uint32_t*>(reinterpret_cast<uint8_t*>(ratio) + P::ratio_bytes(g, max_m, k));
-  P::prepare_kernel<true><<<static_cast<unsigned>(words), P::PREP_THREADS, 0, s>>>(
-      a8, as, b4, bs, masked_m, masked_m_is_64, max_m, n, k, static_cast<int>(nb_ctas), a_img, nullptr, gate, ratio);
+  P::prepare_kernel<true><<<static_cast<unsigned>(a_words), P::PREP_THREADS, 0, s>>>(
+      a8, as, b4, bs, masked_m, masked_m_is_64, max_m, n, k, 0, a_img, nullptr, gate, ratio);
   e = cudaGetLastError();
   if (e != cudaSuccess) return static_cast<int>(e);
   e = launch_dependent<R::regw_gemm, R::THREADS, R::SMEM>(
       static_cast<unsigned>(tiles), s, static_cast<const uint8_t*>(a_img), static_cast<const float*>(ratio),
-      static_cast<const uint32_t*>(gate), static_cast<int>(words), b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k);
+      gate, static_cast<int>(a_words), b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k);
   if (e != cudaSuccess) return static_cast<int>(e);
   return launch_gated_fallback(a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, gate, words, s);
 }
