@@ -377,18 +377,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   // A CTA's walk: list index blockIdx.x + w * gridDim.x for w < s_walk[0], the count of its busy
   // tiles, which thread 0 writes to shared memory so that the producer's few registers do not
-  // hold it. walk(w).tile: the CTA's tile w, -1 past its last. (A 16-byte struct, not an int:
-  // returned as an int, the compiler rotates the producer's and consumers' loops over it, and
-  // ptxas then allocates the consumers' registers differently: at BN 128, 28 bytes of spill
-  // stores and 32 of loads, against 24 and 40.)
-  struct Walk {
-    int tile, spare0, spare1, spare2;
-  };
+  // hold it. walk(w): the CTA's tile w, -1 past its last.
   int* s_walk = s_busy + SCHED_GROUPS + 1;
-  auto walk = [&](int w) -> Walk {
-    if (w < s_walk[0]) return {static_cast<int>(blockIdx.x + w * gridDim.x)};
-    return {-1};
-  };
+  auto walk = [&](int w) { return w < s_walk[0] ? static_cast<int>(blockIdx.x + w * gridDim.x) : -1; };
 
   STAGE_TRACE_START();
   clear_zeros(smem_addr(smem) + S::OFF_ZERO, S::ZERO_BYTES, tid, THREADS);
@@ -447,10 +438,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     uint32_t gs = 0;  // pipeline stages produced so far, over all tiles
 #pragma unroll 1
     for (int w = 0;; ++w) {
-      const Walk step = walk(w);
-      if (step.tile < 0) break;
+      const int tile = walk(w);
+      if (tile < 0) break;
       int grp, m0, n0;
-      tile_of(step.tile, grp, m0, n0);
+      tile_of(tile, grp, m0, n0);
       if (m0 >= clamp_rows(masked_m, masked_m_is_64, grp, max_m)) continue;
       // copies: thread p moves chunk c = p + 128 i (row c / 4, sub-block c % 4): four threads read
       // one row's 64 contiguous bytes
@@ -552,10 +543,10 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint32_t gs = 0;  // pipeline stages consumed so far, over all tiles
 #pragma unroll 1
   for (int w = 0;; ++w) {
-    const Walk step = walk(w);
-    if (step.tile < 0) break;
+    const int tile = walk(w);
+    if (tile < 0) break;
     int grp, m0, n0;
-    tile_of(step.tile, grp, m0, n0);
+    tile_of(tile, grp, m0, n0);
     const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
     __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
     if (m0 >= rows) {  // zeros: 16 bytes a thread a step, rows below max_m
@@ -672,7 +663,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
 
     // the epilogue's tile, read again rather than kept: the K loop's registers are the consumers' limit
-    tile_of(walk(w).tile, grp, m0, n0);
+    tile_of(walk(w), grp, m0, n0);
     const int e_rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
     const int e_row0 = m0 + wg * 64 + warp * 16 + g, e_row1 = e_row0 + 8;
     __nv_bfloat16* e_cg = c + static_cast<size_t>(grp) * max_m * n;
