@@ -486,7 +486,7 @@ def test_zero_rows_async_writes_every_row_past_masked_m_once(masked_m, max_m, n,
 
 WALK_SRC = [
     "s_walk[0] = bx < busy ? (busy - bx + G - 1) / G : 0;",
-    "if (w < s_walk[0]) return {static_cast<int>(blockIdx.x + w * gridDim.x)};",
+    "return w < s_walk[0] ? static_cast<int>(blockIdx.x + w * gridDim.x) : -1;",
 ]
 
 

@@ -67,8 +67,8 @@ inline long long ratio_bytes(int g, int max_m, int k) { return static_cast<long 
 // memory as the image's bytes (each stage's rows are contiguous there) and written out by bulk
 // copies: a thread's own 16-byte stores would each write half a 32-byte sector.
 //
-// REGW (the register-weights form, regw below): B's CTAs, one a 128 weight rows over all of K,
-// only check the weight scales (the GEMM decodes the weights itself); A's images hold each 128-K
+// REGW (the register-weights form, regw below): no B CTAs (nb_ctas 0: its GEMM decodes the
+// weights and checks their scales itself); A's images hold each 128-K
 // block's K in the order of the weights' register fragments (regw::k_of), and ratio
 // [g][MT][KB][128] gets each token row's rescale factors e_kb / e_kb+1 (the last block: e_last),
 // e_kb the row's a_scale of block kb or, where that is 0, the one before (1 before the first).

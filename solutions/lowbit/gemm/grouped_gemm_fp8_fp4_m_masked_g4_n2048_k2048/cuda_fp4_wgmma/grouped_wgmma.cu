@@ -316,8 +316,8 @@ __device__ __forceinline__ void zero_rows_async(__nv_bfloat16* c, RowsOf rows_of
 #include "grouped_regw.cuh"
 
 // The producer form. gate: null, or (as the exact fallback of the prepared and register-weights
-// forms) their first pass's gate_words gate words: the kernel then returns at once unless one is
-// set (their GEMM has then computed nothing).
+// forms) their gate_words gate words, read once their GEMM has ended: the kernel then returns at
+// once unless one is set (that GEMM's c, where it wrote any, is then rewritten).
 template <int BN>
 __global__ void __launch_bounds__(THREADS, 1)
     grouped_wgmma_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
@@ -1187,9 +1187,9 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 #endif
 
 // The exact fallback of the prepared and register-weights forms: the producer form on 128 x 128
-// tiles, a programmatic dependent of their GEMM, scheduled once that GEMM's CTAs have read the
-// gate (they then allow it), so that with the gate clear its launch overlaps the GEMM and its CTAs
-// return at once as that ends; with a gate word set it computes c, exact for any scale.
+// tiles, a programmatic dependent of their GEMM, scheduled once that GEMM's CTAs allow it, so that
+// its launch overlaps the GEMM; its CTAs read the gate once the GEMM has ended and return at once
+// where no word is set, else compute c, exact for any scale.
 int launch_gated_fallback(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
                           int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, const uint32_t* gate,
                           long long words, cudaStream_t s) {
@@ -1225,8 +1225,8 @@ int launch_prepared(const uint8_t* a8, const float* as, const uint8_t* b4, const
   return launch_gated_fallback(a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, gate, words, s);
 }
 
-// The register-weights form (grouped_regw.cuh): prepare_kernel<true>, regw_gemm as its
-// programmatic dependent, then the producer form gated as in the prepared form.
+// The register-weights form (grouped_regw.cuh): prepare_kernel<true> (its gate words first),
+// regw_gemm as its programmatic dependent (a gate word a CTA after them), then the gated fallback.
 int launch_regw(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
                 int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, void* workspace, cudaStream_t s) {
   namespace P = prepared;
