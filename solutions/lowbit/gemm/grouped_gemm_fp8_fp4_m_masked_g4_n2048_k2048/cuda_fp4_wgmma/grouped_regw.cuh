@@ -25,8 +25,8 @@
 //   the producer form, a programmatic dependent of regw_gemm: once that has ended, it computes c
 //                         where any gate word is set, exact for any scale, else returns at once
 //
-// The weights' scales are checked where they are decoded, by the GEMM: a pass over all of b_scale
-// before it cost 2.4 us at 512 x 4 rows (H100, tried table in grouped_gemm_wgmma.md).
+// The weights' scales are checked where they are decoded, by the GEMM: checked by the first pass
+// instead, they cost 2.4 us of the call at 512 full (H100; grouped_gemm_wgmma.md).
 //
 // K order inside a 128-K block: step s (k16, 0..7), fragment column c (0..15) multiply
 // K = 32 t + 4 s + q with t = (c % 8) / 2, q = c % 2 + 2 (c / 8): a thread (t = lane % 4) holds
@@ -52,11 +52,11 @@ static_assert(SMEM <= 227 * 1024, "shared memory");
 static_assert(TT * OUT_PITCH <= STAGES * SLOT, "the epilogue's staging fits the ring");
 
 __host__ __device__ inline long long t_tiles(int max_m) { return (max_m + TT - 1) / TT; }
-// Workspace (16-byte aligned): the token images (prepared::a_img_bytes), the rescale factors
-// (prepared::ratio_bytes), the gate (a uint32 a first-pass CTA), in this order.
 __host__ __device__ inline long long tiles(int g, int max_m, int n) { return static_cast<long long>(g) * t_tiles(max_m) * (n / TW); }
-// the gate: the first pass's words (a_scale), then one a GEMM CTA (weight scales)
+// the gate: a uint32 a first-pass CTA (a_scale), then one a GEMM CTA (weight scales)
 inline long long gate_words(int g, int max_m, int n, int k) { return prepared::a_ctas(g, max_m, k) + tiles(g, max_m, n); }
+// Workspace (16-byte aligned): the token images (prepared::a_img_bytes), the rescale factors
+// (prepared::ratio_bytes), the gate, in this order.
 inline long long workspace_bytes(int g, int max_m, int n, int k) {
   return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) + (gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
 }
@@ -80,7 +80,8 @@ __device__ __forceinline__ Codes load_codes(const uint8_t* c0, const uint8_t* c1
 }
 
 // A block's 8 steps of register fragments: frag[s] = {row r0 cols 2t, 2t+1; r0 + 8 same; r0 cols
-// 2t+8, 2t+9; r0 + 8 same}, each code x its scale (exact: the gate admits only the whole fold).
+// 2t+8, 2t+9; r0 + 8 same}, each code x its scale: exact where both scales fold whole, false
+// where one does not (the CTA then sets its gate word).
 __device__ __forceinline__ bool decode_block(const Codes& x, uint32_t (&frag)[8][4]) {
   bool ok0, ok1;
   const uint32_t f0 = whole_factor(__float_as_uint(x.s0), ok0), f1 = whole_factor(__float_as_uint(x.s1), ok1);
