@@ -152,11 +152,16 @@ def small_inputs(max_m, masked_m, seed=0, how="quantized"):
     return a, a_s, b, b_s, mm
 
 
-@pytest.mark.parametrize("max_m, masked_m, how", [
+# whole calls of a form with a first pass (this one and the register-weights form's model) against
+# the float64 oracle: max_m, masked_m, how the inputs are drawn (small_inputs)
+FORM_CASES = pytest.mark.parametrize("max_m, masked_m, how", [
     (130, [130, 1, 0, 129], "quantized"),
     (130, [130, 77, 128, 6], "a_scale_spread"),
     (5, [5, -3, 9, 2], "quantized"),
 ], ids=["quantized", "a_scale_spread", "odd_max_m"])
+
+
+@FORM_CASES
 def test_prepared_form_is_the_definitions_sum(max_m, masked_m, how):
     inputs = small_inputs(max_m, masked_m, seed=3, how=how)
     a_img, b_img, gate = prepare(*inputs)

@@ -12,12 +12,11 @@ both operands meet at the same K and that whole calls give the definition's sum.
 import re
 from pathlib import Path
 
-import pytest
 import torch
 
 from lowbit_gemm.oracle import grouped_gemm_oracle
 from ptx_model import sw128_offset
-from test_grouped_prepared_model import clamp_rows, small_inputs
+from test_grouped_prepared_model import FORM_CASES, clamp_rows, small_inputs
 
 HDR = (Path(__file__).resolve().parents[1] / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
        / "cuda_fp4_wgmma/grouped_regw.cuh").read_text()
@@ -109,11 +108,7 @@ def regw_gemm(a_fp8, a_scale, b_fp4, b_scale, masked_m):
     return c
 
 
-@pytest.mark.parametrize("max_m, masked_m, how", [
-    (130, [130, 1, 0, 129], "quantized"),
-    (130, [130, 77, 128, 6], "a_scale_spread"),
-    (5, [5, -3, 9, 2], "quantized"),
-], ids=["quantized", "a_scale_spread", "odd_max_m"])
+@FORM_CASES
 def test_register_weights_form_is_the_definitions_sum(max_m, masked_m, how):
     inputs = small_inputs(max_m, masked_m, seed=3, how=how)
     c = regw_gemm(*inputs)

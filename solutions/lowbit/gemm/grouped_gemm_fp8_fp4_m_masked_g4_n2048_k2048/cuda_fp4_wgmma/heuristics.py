@@ -31,7 +31,7 @@ RULES = (
                                   "4096 ~170 42.7 (prepared 65.5)"),
     (None, 1024, None, (256, 128, "register"), "tokens fp16 once a call, weights decoded into the MMA's registers "
                                                "under the MMAs: H100 512 ~260 40.7 us, 512 full 42.2, 1024 ~75 % "
-                                               "76.4 (prepared 50.7, 52.8, 80.7; 128 x 128 at 512 full: 62.2)"),
+                                               "76.4 (prepared 50.7, 52.8, 80.7; 128 x 128 at 512 full, another run: 62.2)"),
     (None, None, None, (128, 256, "prepared"), "both operands fp16 once a call, then copied in whole stages: "
                                                "2048 ~75 % 131.6 us (predecoded 157.0; H100: register-weights "
                                                "142.9 against 138.4)"),
