@@ -3,7 +3,9 @@ its tiles and a range of m, beside the Triton solution in the same run, and spli
 solution's host time (harness-style mean) into its parts. Each (tile, m) is checked against the
 float64 oracle on random a_vals and a_meta bytes (repeated positions, high bits set) with B over
 e4m3's full range, then timed (graph replay, cold L2). On a GPU host, from the repository root:
-  PYTHONPATH=src python3 tools/probe_sparse_mma.py [--ms 1,16,64,256] [--tiles 1x1,1x8,2x8] [--no-host]"""
+  PYTHONPATH=src python3 tools/probe_sparse_mma.py [--ms 1,16,64,256] [--tiles 1x1,1x8,2x8] [--no-host]
+--src a/sparse_mma.cu,b/sparse_mma.cu times builds of other sparse_mma.cu copies side by side (each named
+after its folder)."""
 
 import argparse
 import ctypes
@@ -82,11 +84,16 @@ def main():
     ap.add_argument("--ms", default="1,7,16,33,64,100,128,256,512,1024,2048")
     ap.add_argument("--tiles", default="1x1,1x2,1x4,1x8,2x2,2x4,2x8,4x1,4x2,4x4", help="mt x nt")
     ap.add_argument("--no-host", action="store_true")
+    ap.add_argument("--src", default=str(SRC), help="sparse_mma.cu files, ','-separated")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
-    lib = "/tmp/sparse_mma.so"
-    subprocess.run(nvcc_command(SRC, lib), check=True)
-    small = small_m_entry(lib)
+    srcs = [Path(x) for x in args.src.split(",")]
+    builds = {}
+    for src in srcs:
+        lib = f"/tmp/sparse_mma_{src.resolve().parent.name}.so"
+        subprocess.run(nvcc_command(src, lib), check=True)
+        builds["cuda" if len(srcs) == 1 else src.resolve().parent.name] = small_m_entry(lib)
+    small = next(iter(builds.values()))
     tri = load_solution(DEF, "lowbit", "triton_sparse_fp4_exact")
     tiles = [tuple(int(x) for x in s.split("x")) for s in args.tiles.split(",")]
     ms = [int(x) for x in args.ms.split(",")]
@@ -96,7 +103,7 @@ def main():
                  sparse_pruned_inputs(m, N, K, seed=m + 1, full_range_b=True)]
         cases = [(tuple(t.cuda() for t in x), sparse_gemm_oracle(*x)) for x in cases]
         for name, fn in [("triton", lambda *a: tri.run(*a))] + [
-                (f"cuda {mt}x{nt}", lambda *a, tile=(mt, nt): small(*a, tile)) for mt, nt in tiles]:
+                (f"{b} {mt}x{nt}", lambda *a, tile=(mt, nt), f=f: f(*a, tile)) for b, f in builds.items() for mt, nt in tiles]:
             worst, bad = 0.0, 0
             for inputs, o64 in cases:
                 c = torch.full((m, N), float("nan"), dtype=torch.bfloat16, device="cuda")
@@ -109,7 +116,7 @@ def main():
                            l2_bytes=60 << 20, reps=10).median_us
             results[(name, m)] = (bad, worst, us)
             print(f"m {m:5d} {name:12s} bad {bad} margin {worst:.3f} {us:7.1f} us", flush=True)
-    names = ["triton"] + [f"cuda {mt}x{nt}" for mt, nt in tiles]
+    names = ["triton"] + [f"{b} {mt}x{nt}" for b in builds for mt, nt in tiles]
     print("\n| m | " + " | ".join(names) + " |")
     print("|---" * (len(names) + 1) + "|")
     for m in ms:
