@@ -180,10 +180,19 @@ __global__ void __launch_bounds__(PREP_THREADS)
   launch_dependents();  // after this CTA's stores: the GEMM's CTAs take no SM from the pass before its last wave
 }
 
+// Whether any of the gate's words is set (every thread of the CTA; gate 16-byte aligned). The
+// words are OR-ed, 16 bytes a load, with no test between loads, so that a thread's loads are all
+// in flight at once: every CTA of the GEMMs reads the whole gate before its first stage.
 __device__ __forceinline__ bool gate_set(const uint32_t* gate, int words, int tid, int threads) {
-  bool bad = false;
-  for (int i = tid; i < words; i += threads) bad = bad || gate[i] != 0u;
-  return __syncthreads_or(bad) != 0;
+  uint32_t any = 0u;
+  const uint4* g4 = reinterpret_cast<const uint4*>(gate);
+#pragma unroll 4
+  for (int i = tid; i < words / 4; i += threads) {
+    const uint4 v = g4[i];
+    any |= v.x | v.y | v.z | v.w;
+  }
+  for (int i = words / 4 * 4 + tid; i < words; i += threads) any |= gate[i];
+  return __syncthreads_or(any != 0u) != 0;
 }
 
 // Tile blockIdx.x of a list holding first the tiles with rows (group-major, m-tiles of tm token

@@ -15,7 +15,8 @@ rows; the last has 128 of them, so every n that is a multiple of 128 gets a tile
 counted from expected_m when the caller gives it (a hint: a wrong one costs time, never
 correctness), else from max_m.
 The figures are GPU time on an H200 (graph replay, L2 cold, tools/time_wgmma_variants.py,
-2026-12-04), those marked H100 on an H100 80GB HBM3 (same tool, the forms compared in one run, 2026-12-07).
+2026-12-04), those marked H100 on an H100 80GB HBM3 (same tool, the forms compared in one run, 2026-12-07;
+the register-weights and prepared forms' own figures with the gate read as it is now).
 """
 
 # (most max_m, most rows a group, most 128 x 128 tiles holding rows, (BM, BN[, form]), why)
@@ -30,11 +31,12 @@ RULES = (
                                   "form's first pass does not pay back: ~76 rows 33.2 us (prepared 44.1), "
                                   "4096 ~170 42.7 (prepared 65.5)"),
     (None, 1024, None, (256, 128, "register"), "tokens fp16 once a call, weights decoded into the MMA's registers "
-                                               "under the MMAs: H100 512 ~260 40.7 us, 512 full 42.2, 1024 ~75 % "
-                                               "76.4 (prepared 50.7, 52.8, 80.7; 128 x 128 at 512 full, another run: 62.2)"),
+                                               "under the MMAs: H100 512 ~260 39.5 us, 512 full 41.0, 1024 ~75 % "
+                                               "72.1, 4096 ~870 89.7 (prepared 48.5, 50.5, 76.9, 95.7; 128 x 128 at "
+                                               "512 full, another run: 62.2)"),
     (None, None, None, (128, 256, "prepared"), "both operands fp16 once a call, then copied in whole stages: "
                                                "2048 ~75 % 131.6 us (predecoded 157.0; H100: register-weights "
-                                               "142.9 against 138.4)"),
+                                               "137.0 against 132.4)"),
     (None, None, None, (256, 128, "register"), "n no multiple of 256: the register-weights form, which beat the "
                                                "predecoded form it replaces (H100, 2048 ~75 %: n 1152 82.5 against "
                                                "110.7 us, n 1920 116.0 against 170.2)"),
