@@ -6,7 +6,9 @@ needs the exact fallback; the GEMM reads the images through the MMA's K-major 12
 descriptor and keeps one accumulator set, multiplied by the ratio of consecutive token scales
 after each 128-K block. This ports the image offsets, the gate, the descriptor's reads and the
 rescale (in fp32, as the kernel computes it) and checks: the offsets are a bijection onto each
-stage that the descriptor reads back at the same logical (row, k); the gate's verdicts; and whole
+stage that the descriptor reads back at the same logical (row, k); the gate's verdicts, and that
+the GEMMs' read of the gate (16-byte loads, then the last words one at a time) reads every word
+once; and whole
 calls against the definition's float64 oracle with the harness's rule, on quantized inputs, on
 token scales far apart with zero blocks, and at masked_m's edges.
 """
@@ -191,3 +193,22 @@ def test_gate_ignores_rows_past_masked_m_and_groups_without_rows():
     a_s[1, 3, 0] = float("nan")  # row 3 of group 1: past masked_m
     b_s[2, 5, 1] = 0.75          # group 2 holds no rows
     assert not prepare(a, a_s, b, b_s, mm)[2]
+
+
+def gate_words_read(words, threads):
+    """The gate words each thread of a CTA reads in gate_set (ported): 16-byte loads i = tid,
+    tid + threads, ... of the words / 4 whole ones, then the last words % 4 words one at a time."""
+    body = re.search(r"bool gate_set\(.*?\n}\n", HDR, re.S).group(0)
+    assert "i < words / 4; i += threads" in body and "i = words / 4 * 4 + tid; i < words; i += threads" in body
+    reads = []
+    for tid in range(threads):
+        mine = [4 * i + j for i in range(tid, words // 4, threads) for j in range(4)]
+        mine += list(range(words // 4 * 4 + tid, words, threads))
+        reads.append(mine)
+    return reads
+
+
+@pytest.mark.parametrize("words", [0, 1, 3, 4, 5, 383, 384, 385, 1538, 3072, 4099])
+def test_gate_read_covers_every_word_once(words):
+    reads = [w for mine in gate_words_read(words, 384) for w in mine]
+    assert sorted(reads) == list(range(words))
