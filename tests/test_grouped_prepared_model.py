@@ -8,9 +8,8 @@ after each 128-K block. This ports the image offsets, the gate, the descriptor's
 rescale (in fp32, as the kernel computes it) and checks: the offsets are a bijection onto each
 stage that the descriptor reads back at the same logical (row, k); the gate's verdicts, and that
 the GEMMs' read of the gate (16-byte loads, then the last words one at a time) reads every word
-once; and whole
-calls against the definition's float64 oracle with the harness's rule, on quantized inputs, on
-token scales far apart with zero blocks, and at masked_m's edges.
+once; and whole calls against the definition's float64 oracle with the harness's rule, on
+quantized inputs, on token scales far apart with zero blocks, and at masked_m's edges.
 """
 
 import re

@@ -16,7 +16,7 @@ counted from expected_m when the caller gives it (a hint: a wrong one costs time
 correctness), else from max_m.
 The figures are GPU time on an H200 (graph replay, L2 cold, tools/time_wgmma_variants.py,
 2026-12-04), those marked H100 on an H100 80GB HBM3 (same tool, the forms compared in one run, 2026-12-07;
-the register-weights and prepared forms' own figures with the gate read as it is now).
+the register-weights and prepared forms' own figures of the code as built).
 """
 
 # (most max_m, most rows a group, most 128 x 128 tiles holding rows, (BM, BN[, form]), why)
