@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from lowbit_gemm.numerics import e2m1_decode, unpack_fp4
 from lowbit_gemm.oracle import grouped_gemm_oracle
 from ptx_model import sw128_offset
 from test_grouped_prepared_model import FORM_CASES, clamp_rows, small_inputs
@@ -87,7 +88,6 @@ def rescale_factors(a_scale, rows):
 def regw_gemm(a_fp8, a_scale, b_fp4, b_scale, masked_m):
     """c as regw_gemm computes it: per 128-K block acc += B' A^T (products exact, fp32 sums), then
     acc *= the token column's factor; weights x their per-32 scale in fp16 (the whole fold)."""
-    from lowbit_gemm.numerics import e2m1_decode, unpack_fp4
     g, max_m, k = a_fp8.shape
     n = b_fp4.shape[1]
     rows = clamp_rows(masked_m, max_m)

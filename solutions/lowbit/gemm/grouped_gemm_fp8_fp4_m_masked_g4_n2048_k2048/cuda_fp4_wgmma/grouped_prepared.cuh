@@ -54,8 +54,10 @@ inline long long b_img_bytes(int g, int n, int k) { return static_cast<long long
 inline long long b_ctas(int g, int n, int k) { return static_cast<long long>(g) * (n / 128) * (k / 128); }
 inline long long a_ctas(int g, int max_m, int k) { return static_cast<long long>(g) * m_tiles(max_m) * 2 * (k / 128); }
 inline long long gate_words(int g, int max_m, int n, int k) { return b_ctas(g, n, k) + a_ctas(g, max_m, k); }
+// a gate of `words` uint32, rounded up to 16 bytes (what follows it stays 16-byte aligned)
+inline long long gate_bytes(long long words) { return (words * 4 + 15) / 16 * 16; }
 inline long long workspace_bytes(int g, int max_m, int n, int k) {
-  return a_img_bytes(g, max_m, k) + b_img_bytes(g, n, k) + (gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
+  return a_img_bytes(g, max_m, k) + b_img_bytes(g, n, k) + gate_bytes(gate_words(g, max_m, n, k));
 }
 // the register-weights form's rescale factors: float [g][MT][KB][128]
 inline long long ratio_bytes(int g, int max_m, int k) { return static_cast<long long>(g) * m_tiles(max_m) * (k / 128) * TM * 4; }

@@ -58,7 +58,7 @@ inline long long gate_words(int g, int max_m, int n, int k) { return prepared::a
 // Workspace (16-byte aligned): the token images (prepared::a_img_bytes), the rescale factors
 // (prepared::ratio_bytes), the gate, in this order.
 inline long long workspace_bytes(int g, int max_m, int n, int k) {
-  return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) + (gate_words(g, max_m, n, k) * 4 + 15) / 16 * 16;
+  return prepared::a_img_bytes(g, max_m, k) + prepared::ratio_bytes(g, max_m, k) + prepared::gate_bytes(gate_words(g, max_m, n, k));
 }
 
 // The K (0..127) of a 128-K block that step s, fragment column c multiplies (module comment).
