@@ -211,3 +211,61 @@ def gate_words_read(words, threads):
 def test_gate_read_covers_every_word_once(words):
     reads = [w for mine in gate_words_read(words, 384) for w in mine]
     assert sorted(reads) == list(range(words))
+
+
+def prepared_tile_of(tile, rows, max_m, nb, tm):
+    """tile_of (ported): the tiles with rows first (group-major, m-tiles, column blocks fastest),
+    then those wholly past masked_m; (group, m-tile, column block, rows)."""
+    mt = -(-max_m // tm)
+    busy = sum(-(-r // tm) * nb for r in rows)
+    zero = tile >= busy
+    j = tile - busy if zero else tile
+    for gi, r in enumerate(rows):
+        full = -(-r // tm)
+        here = (mt - full if zero else full) * nb
+        if j < here:
+            return gi, (full if zero else 0) + j // nb, j % nb, r
+        j -= here
+    raise AssertionError("tile past the list")
+
+
+STAGES = int(re.search(r"constexpr int STAGES = (\d+);", HDR).group(1))
+
+
+@pytest.mark.parametrize("max_m, masked_m, grid", [
+    (2048, [1416, 1616, 1382, 1688], 132), (512, [512] * 4, 132), (4096, [870, 900, 850, 880], 132),
+    (1024, [-7, 1100, 0, 300], 132), (300, [0, 0, 0, 0], 132), (2048, [2048] * 4, 7)])
+def test_persistent_walk_fills_each_tile_once_and_its_last_block_holds_two_adjacent_slots(max_m, masked_m, grid):
+    """prepared_gemm's walk (ported): CTA b takes tiles b, b + grid, ...; the producer issues KS
+    stages a tile with rows and stops at the first tile without, the consumers take the same
+    stages in order and store zeros for the rest; the epilogue stages its rows in the last
+    block's two slots, which must be adjacent."""
+    body = re.search(r"prepared_gemm\(.*?\n}\n", HDR, re.S).group(0)
+    for line in ["for (int tl = blockIdx.x; tl < tiles; tl += gridDim.x) {",
+                 "if (tile.y * TM >= tile.w) break;", "const int s = it % STAGES;",
+                 "const uint32_t out = base + slot[0] * STAGE + cw * 64 * OUT_PITCH;",
+                 "mbar_arrive(bars + STAGES + slot[1]);"]:
+        assert line in body, line
+    n, k = 2048, 2048
+    nb, ks_count, rows = n // TN, k // 64, clamp_rows(masked_m, max_m)
+    tiles = len(masked_m) * -(-max_m // TM) * nb
+    seen = []
+    for cta in range(min(grid, tiles)):
+        produced, consumed, it, zeros = [], [], 0, False
+        for tl in range(cta, tiles, grid):
+            g, mb, c, r = prepared_tile_of(tl, rows, max_m, nb, TM)
+            seen.append((g, mb, c))
+            if mb * TM >= r:  # the consumers store zeros; the producer has stopped
+                zeros = True
+                continue
+            assert not zeros  # no tile with rows after the first without: the producer's break is right
+            produced += [(tl, ks) for ks in range(ks_count)]
+            slots = []
+            for ks in range(ks_count):
+                consumed.append((tl, ks))
+                slots.append(it % STAGES)
+                it += 1
+            assert slots[-1] == slots[-2] + 1  # the last block's two slots, adjacent
+        assert produced == consumed
+    assert sorted(seen) == sorted({(g, m, c) for g in range(len(masked_m))
+                                   for m in range(-(-max_m // TM)) for c in range(nb)})

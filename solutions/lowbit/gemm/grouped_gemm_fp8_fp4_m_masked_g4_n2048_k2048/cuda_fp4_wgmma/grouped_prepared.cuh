@@ -9,10 +9,11 @@
 //                   scales 2^-23 .. 2^13), each written as the swizzled 64-K stage images the GEMM
 //                   copies in whole; gate[cta] = 1 where its rows need the exact fallback (a weight
 //                   scale outside the whole fold, a nonzero a_scale outside 2^-45 .. 2^45 or not finite)
-//   prepared_gemm   (a programmatic dependent of prepare_kernel) when no gate word is set: tiles
-//                   of 128 token rows x 256 weight rows, warpgroup 0's one thread issuing two 1-D
-//                   bulk copies a 64-K stage into a ring 4 deep, warpgroups 1 and 2 each multiplying
-//                   64 token rows by the 256 weight rows, 4 x wgmma m64n256k16 a stage
+//   prepared_gemm   (a programmatic dependent of prepare_kernel) when no gate word is set: a
+//                   persistent CTA an SM over tiles of 128 token rows x 256 weight rows, warpgroup
+//                   0's one thread issuing two 1-D bulk copies a 64-K stage into a ring 4 deep,
+//                   warpgroups 1 and 2 each multiplying 64 token rows by the 256 weight rows,
+//                   4 x wgmma m64n256k16 a stage
 //   the producer form (grouped_wgmma_kernel<128>, a programmatic dependent of prepared_gemm,
 //                   started once prepared_gemm's CTAs have read the gate) when a gate word is set,
 //                   else it returns at once: exact for any scale
@@ -46,7 +47,8 @@ constexpr int PREP_THREADS = 256;
 constexpr int OUT_PITCH = TN * 2 + 16;       // bytes a row of the epilogue's bf16 staging (padded: no bank conflicts)
 constexpr float SCALE_MIN = 0x1p-45f, SCALE_MAX = 0x1p45f;  // nonzero a_scale magnitudes the rescale takes
 static_assert(SMEM <= 227 * 1024, "shared memory");
-static_assert(2 * 64 * OUT_PITCH <= STAGES * STAGE, "the epilogue's staging fits the ring");
+static_assert(2 * 64 * OUT_PITCH <= 2 * STAGE, "the epilogue's staging fits a block's two slots");
+static_assert(STAGES % 2 == 0, "a block's two slots are adjacent");
 
 __host__ __device__ inline long long m_tiles(int max_m) { return (max_m + TM - 1) / TM; }
 inline long long a_img_bytes(int g, int max_m, int k) { return static_cast<long long>(g) * m_tiles(max_m) * TM * k * 2; }
@@ -197,7 +199,7 @@ __device__ __forceinline__ bool gate_set(const uint32_t* gate, int words, int ti
   return __syncthreads_or(any != 0u) != 0;
 }
 
-// Tile blockIdx.x of a list holding first the tiles with rows (group-major, m-tiles of tm token
+// Tile `tile` of a list holding first the tiles with rows (group-major, m-tiles of tm token
 // rows, weight column blocks fastest), then those wholly past masked_m: (group, m-tile, column
 // block, rows).
 __device__ __forceinline__ int4 tile_of(int tile, const void* masked_m, int masked_m_is_64, int groups, int max_m, int nb,
@@ -213,17 +215,14 @@ __device__ __forceinline__ int4 tile_of(int tile, const void* masked_m, int mask
     if (j < here) return make_int4(gi, (zero ? full : 0) + j / nb, j % nb, rows);
     j -= here;
   }
-  return make_int4(0, 0, 0, 0);  // not reached: the grid is the list's length
+  return make_int4(0, 0, 0, 0);  // not reached: tile < the list's length
 }
 
-// Thread 0 finds this CTA's tile (tile_of) and initialises the ring's barriers: full [stages]
-// (the producer's expect_tx arrival + the bytes), empty [stages] (every one of the 256 consumer
-// threads); every thread returns the tile once both are visible.
-__device__ __forceinline__ int4 tile_and_ring(uint64_t* bars, int stages, const void* masked_m, int masked_m_is_64,
-                                              int groups, int max_m, int nb, int tm) {
-  __shared__ int4 s_tile;
+// Thread 0 initialises the ring's barriers: full [stages] (the producer's expect_tx arrival + the
+// bytes), empty [stages] (every one of the 256 consumer threads); every thread returns once they
+// are visible.
+__device__ __forceinline__ void init_ring(uint64_t* bars, int stages) {
   if (threadIdx.x == 0) {
-    s_tile = tile_of(blockIdx.x, masked_m, masked_m_is_64, groups, max_m, nb, tm);
     for (int s = 0; s < stages; ++s) {
       mbar_init(bars + s, 1);
       mbar_init(bars + stages + s, 256);
@@ -231,6 +230,15 @@ __device__ __forceinline__ int4 tile_and_ring(uint64_t* bars, int stages, const 
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+}
+
+// Thread 0 finds this CTA's tile (tile_of) and initialises the ring (init_ring); every thread
+// returns the tile once both are visible.
+__device__ __forceinline__ int4 tile_and_ring(uint64_t* bars, int stages, const void* masked_m, int masked_m_is_64,
+                                              int groups, int max_m, int nb, int tm) {
+  __shared__ int4 s_tile;
+  if (threadIdx.x == 0) s_tile = tile_of(blockIdx.x, masked_m, masked_m_is_64, groups, max_m, nb, tm);
+  init_ring(bars, stages);  // its __syncthreads publishes s_tile as well
   return s_tile;
 }
 
@@ -240,6 +248,10 @@ __device__ __forceinline__ void zero_tile(__nv_bfloat16* cg, int rows, int cols,
     *reinterpret_cast<uint4*>(cg + static_cast<size_t>(i / (cols / 8)) * n + 8 * (i % (cols / 8))) = make_uint4(0u, 0u, 0u, 0u);
 }
 
+// Persistent: CTA b walks tiles b, b + gridDim.x, ... of tile_of's list, its ring's slots counted
+// over all of them, so that a tile's first stages land while the tile before is in its last block
+// and its epilogue. The epilogue stages its bf16 rows in the last block's two slots (adjacent: a
+// block is two stages and the ring four), released once the rows are stored.
 __global__ void __launch_bounds__(THREADS, 1)
     prepared_gemm(const uint8_t* __restrict__ a_img, const uint8_t* __restrict__ b_img, const uint32_t* __restrict__ gate,
                   int gate_count, const float* __restrict__ a_scale, const void* __restrict__ masked_m,
@@ -254,104 +266,117 @@ __global__ void __launch_bounds__(THREADS, 1)
   launch_dependents();  // the producer form may start: it reads the gate, complete by now
   if (fallback) return;  // the producer form computes c
   const int NB = n / TN, KS = k / 64, KB = k / 128, MT = static_cast<int>(m_tiles(max_m));
-  const int4 tile = tile_and_ring(bars, STAGES, masked_m, masked_m_is_64, groups, max_m, NB, TM);
-  const int grp = tile.x, mb = tile.y, nb = tile.z, rows = tile.w;
-  __nv_bfloat16* cg = c + (static_cast<size_t>(grp) * max_m + mb * TM) * n + nb * TN;
-  const int tile_rows = min(TM, max_m - mb * TM);
-  if (mb * TM >= rows) {  // wholly past masked_m: zeros, a warp 512 contiguous bytes
-    zero_tile(cg, tile_rows, TN, n, tid, THREADS);
-    return;
-  }
+  const int tiles = groups * MT * NB;  // the launch keeps it an int
+  init_ring(bars, STAGES);
 
   if (wg == 0) {
     setmaxnreg_dec<40>();
     if (tid == 0) {
-      const uint8_t* a_src = a_img + (static_cast<size_t>(grp) * MT + mb) * KS * A_BYTES;
-      const uint8_t* b_src = b_img + (static_cast<size_t>(grp) * NB + nb) * KS * B_BYTES;
-      for (int ks = 0; ks < KS; ++ks) {
-        const int s = ks % STAGES;
-        mbar_wait(bars + STAGES + s, ((ks / STAGES) & 1) ^ 1);
-        const uint32_t fb = smem_addr(bars + s), sb = base + s * STAGE;
-        expect_tx(fb, STAGE);
-        bulk_g2s(sb, a_src + static_cast<size_t>(ks) * A_BYTES, A_BYTES, fb);
-        bulk_g2s(sb + A_BYTES, b_src + static_cast<size_t>(ks) * B_BYTES, B_BYTES, fb);
+      int it = 0;  // stages issued over the CTA's tiles
+      for (int tl = blockIdx.x; tl < tiles; tl += gridDim.x) {
+        const int4 tile = tile_of(tl, masked_m, masked_m_is_64, groups, max_m, NB, TM);
+        if (tile.y * TM >= tile.w) break;  // the tiles past masked_m come last: no more stages
+        const uint8_t* a_src = a_img + (static_cast<size_t>(tile.x) * MT + tile.y) * KS * A_BYTES;
+        const uint8_t* b_src = b_img + (static_cast<size_t>(tile.x) * NB + tile.z) * KS * B_BYTES;
+        for (int ks = 0; ks < KS; ++ks, ++it) {
+          const int s = it % STAGES;
+          mbar_wait(bars + STAGES + s, ((it / STAGES) & 1) ^ 1);
+          const uint32_t fb = smem_addr(bars + s), sb = base + s * STAGE;
+          expect_tx(fb, STAGE);
+          bulk_g2s(sb, a_src + static_cast<size_t>(ks) * A_BYTES, A_BYTES, fb);
+          bulk_g2s(sb + A_BYTES, b_src + static_cast<size_t>(ks) * B_BYTES, B_BYTES, fb);
+        }
       }
     }
     return;
   }
   setmaxnreg_inc<232>();
   const int cw = wg - 1, lt = tid & 127, w = lt >> 5, l = lt & 31, gq = l >> 2, q = l & 3;
-  const int r0 = mb * TM + cw * 64 + 16 * w + gq;  // this thread's rows r0 and r0 + 8 (accumulators 4 i + 0..1, 4 i + 2..3)
-  const float* sc0 = r0 < rows ? a_scale + (static_cast<size_t>(grp) * max_m + r0) * KB : nullptr;
-  const float* sc1 = r0 + 8 < rows ? a_scale + (static_cast<size_t>(grp) * max_m + r0 + 8) * KB : nullptr;
-  float e0 = 1.0f, e1 = 1.0f;  // the effective scale of the block before: a zero a_scale keeps it
-  {
-    const float x0 = sc0 ? __ldg(sc0) : 1.0f, x1 = sc1 ? __ldg(sc1) : 1.0f;
-    e0 = x0 != 0.0f ? x0 : e0;
-    e1 = x1 != 0.0f ? x1 : e1;
-  }
   const uint64_t da0 = b_desc(base + cw * 64 * 128), db0 = b_desc(base + A_BYTES);
-  float acc[TN / 2];
-#pragma unroll
-  for (int i = 0; i < TN / 2; ++i) acc[i] = 0.0f;
   int s = 0;
   uint32_t ph = 0;
 #pragma unroll 1
-  for (int kb = 0; kb < KB; ++kb) {
-    const float x0 = sc0 && kb + 1 < KB ? __ldg(sc0 + kb + 1) : 0.0f;  // the next block's scales, used after its MMAs
-    const float x1 = sc1 && kb + 1 < KB ? __ldg(sc1 + kb + 1) : 0.0f;
+  for (int tl = blockIdx.x; tl < tiles; tl += gridDim.x) {
+    const int4 tile = tile_of(tl, masked_m, masked_m_is_64, groups, max_m, NB, TM);
+    const int grp = tile.x, mb = tile.y, nb = tile.z, rows = tile.w;
+    __nv_bfloat16* cg = c + (static_cast<size_t>(grp) * max_m + mb * TM) * n + nb * TN;
+    const int tile_rows = min(TM, max_m - mb * TM);
+    if (mb * TM >= rows) {  // wholly past masked_m: zeros, a warp 512 contiguous bytes
+      zero_tile(cg, tile_rows, TN, n, tid - 128, THREADS - 128);
+      continue;
+    }
+    const int r0 = mb * TM + cw * 64 + 16 * w + gq;  // this thread's rows r0 and r0 + 8 (accumulators 4 i + 0..1, 4 i + 2..3)
+    const float* sc0 = r0 < rows ? a_scale + (static_cast<size_t>(grp) * max_m + r0) * KB : nullptr;
+    const float* sc1 = r0 + 8 < rows ? a_scale + (static_cast<size_t>(grp) * max_m + r0 + 8) * KB : nullptr;
+    float e0 = 1.0f, e1 = 1.0f;  // the effective scale of the block before: a zero a_scale keeps it
+    {
+      const float x0 = sc0 ? __ldg(sc0) : 1.0f, x1 = sc1 ? __ldg(sc1) : 1.0f;
+      e0 = x0 != 0.0f ? x0 : e0;
+      e1 = x1 != 0.0f ? x1 : e1;
+    }
+    float acc[TN / 2];
+#pragma unroll
+    for (int i = 0; i < TN / 2; ++i) acc[i] = 0.0f;
     int slot[2];
+#pragma unroll 1
+    for (int kb = 0; kb < KB; ++kb) {
+      const float x0 = sc0 && kb + 1 < KB ? __ldg(sc0 + kb + 1) : 0.0f;  // the next block's scales, used after its MMAs
+      const float x1 = sc1 && kb + 1 < KB ? __ldg(sc1 + kb + 1) : 0.0f;
 #pragma unroll
-    for (int st = 0; st < 2; ++st) {
-      mbar_wait(bars + s, ph);
-      const uint64_t off = static_cast<uint64_t>((s * STAGE) >> 4);
-      wgmma_fence();
+      for (int st = 0; st < 2; ++st) {
+        mbar_wait(bars + s, ph);
+        const uint64_t off = static_cast<uint64_t>((s * STAGE) >> 4);
+        wgmma_fence();
 #pragma unroll
-      for (int j = 0; j < 4; ++j)  // k16 step j: 32 bytes into each row's 128
-        wgmma_ss(acc, da0 + off + 2 * j, db0 + off + 2 * j, (kb | st | j) != 0);
-      wgmma_commit();
-      slot[st] = s;
-      if (++s == STAGES) {
-        s = 0;
-        ph ^= 1u;
+        for (int j = 0; j < 4; ++j)  // k16 step j: 32 bytes into each row's 128
+          wgmma_ss(acc, da0 + off + 2 * j, db0 + off + 2 * j, (kb | st | j) != 0);
+        wgmma_commit();
+        slot[st] = s;
+        if (++s == STAGES) {
+          s = 0;
+          ph ^= 1u;
+        }
+      }
+      wgmma_wait<1>();
+      if (kb + 1 < KB) mbar_arrive(bars + STAGES + slot[0]);  // the last block's slots hold the epilogue's rows
+      wgmma_wait<0>();
+      keep_f(acc);
+      if (kb + 1 < KB) {
+        mbar_arrive(bars + STAGES + slot[1]);
+        const float f0 = x0 != 0.0f ? x0 : e0, f1 = x1 != 0.0f ? x1 : e1;
+        const float q0 = e0 / f0, q1 = e1 / f1;
+        e0 = f0;
+        e1 = f1;
+#pragma unroll
+        for (int i = 0; i < TN / 2; i += 4) {
+          acc[i + 0] *= q0;
+          acc[i + 1] *= q0;
+          acc[i + 2] *= q1;
+          acc[i + 3] *= q1;
+        }
       }
     }
-    wgmma_wait<1>();
+    // epilogue: both warpgroups' MMAs of the last block have retired, so its two slots are free:
+    // bf16 rows staged there (each warpgroup its 64), then stored 16 bytes a thread, a warp a row
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    const uint32_t out = base + slot[0] * STAGE + cw * 64 * OUT_PITCH;
+#pragma unroll
+    for (int i = 0; i < TN / 8; ++i)  // accumulators 4 i + 2 h, + 1: row 16 w + gq + 8 h, columns 8 i + 2 q, + 1
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const __nv_bfloat162 v = __floats2bfloat162_rn(acc[4 * i + 2 * h] * (h ? e1 : e0), acc[4 * i + 2 * h + 1] * (h ? e1 : e0));
+        st_shared4(out + (16 * w + gq + 8 * h) * OUT_PITCH + (8 * i + 2 * q) * 2, *reinterpret_cast<const uint32_t*>(&v));
+      }
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+    for (int i = lt; i < 64 * (TN / 8); i += 128) {
+      const int rl = i / (TN / 8), ch = i % (TN / 8), row = cw * 64 + rl;  // row in the tile
+      if (row >= tile_rows) break;
+      const uint4 v = mb * TM + row < rows ? ld_shared16(out + rl * OUT_PITCH + ch * 16) : make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(cg + static_cast<size_t>(row) * n + 8 * ch) = v;
+    }
+    fence_proxy_async();  // the rows' shared-memory accesses, before the next bulk copies into the slots
     mbar_arrive(bars + STAGES + slot[0]);
-    wgmma_wait<0>();
-    keep_f(acc);
     mbar_arrive(bars + STAGES + slot[1]);
-    if (kb + 1 < KB) {
-      const float f0 = x0 != 0.0f ? x0 : e0, f1 = x1 != 0.0f ? x1 : e1;
-      const float q0 = e0 / f0, q1 = e1 / f1;
-      e0 = f0;
-      e1 = f1;
-#pragma unroll
-      for (int i = 0; i < TN / 2; i += 4) {
-        acc[i + 0] *= q0;
-        acc[i + 1] *= q0;
-        acc[i + 2] *= q1;
-        acc[i + 3] *= q1;
-      }
-    }
-  }
-  // epilogue: both warpgroups' MMAs have retired and every stage has landed, so the ring is free:
-  // bf16 rows staged there (each warpgroup its 64), then stored 16 bytes a thread, a warp a row
-  asm volatile("bar.sync 1, 256;\n" ::: "memory");
-  const uint32_t out = base + cw * 64 * OUT_PITCH;
-#pragma unroll
-  for (int i = 0; i < TN / 8; ++i)  // accumulators 4 i + 2 h, + 1: row 16 w + gq + 8 h, columns 8 i + 2 q, + 1
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const __nv_bfloat162 v = __floats2bfloat162_rn(acc[4 * i + 2 * h] * (h ? e1 : e0), acc[4 * i + 2 * h + 1] * (h ? e1 : e0));
-      st_shared4(out + (16 * w + gq + 8 * h) * OUT_PITCH + (8 * i + 2 * q) * 2, *reinterpret_cast<const uint32_t*>(&v));
-    }
-  asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
-  for (int i = lt; i < 64 * (TN / 8); i += 128) {
-    const int rl = i / (TN / 8), ch = i % (TN / 8), row = cw * 64 + rl;  // row in the tile
-    if (row >= tile_rows) break;
-    const uint4 v = mb * TM + row < rows ? ld_shared16(out + rl * OUT_PITCH + ch * 16) : make_uint4(0u, 0u, 0u, 0u);
-    *reinterpret_cast<uint4*>(cg + static_cast<size_t>(row) * n + 8 * ch) = v;
   }
 }
 

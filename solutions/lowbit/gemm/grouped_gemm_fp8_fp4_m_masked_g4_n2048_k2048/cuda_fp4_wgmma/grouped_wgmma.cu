@@ -1205,23 +1205,20 @@ int launch_prepared(const uint8_t* a8, const float* as, const uint8_t* b4, const
                     int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, void* workspace,
                     cudaStream_t s) {
   namespace P = prepared;
-  int sms = 0;
-  cudaError_t e = configure<P::prepared_gemm, P::SMEM>(sms);
-  if (e != cudaSuccess) return static_cast<int>(e);
   const long long nb_ctas = P::b_ctas(g, n, k), words = P::gate_words(g, max_m, n, k);
   const long long tiles = g * P::m_tiles(max_m) * (n / P::TN);
-  if (words >= (1LL << 31) || tiles >= (1LL << 31)) return static_cast<int>(cudaErrorInvalidValue);
+  if (words >= (1LL << 31)) return static_cast<int>(cudaErrorInvalidValue);
   uint8_t* a_img = static_cast<uint8_t*>(workspace);
   uint8_t* b_img = a_img + P::a_img_bytes(g, max_m, k);
   uint32_t* gate = reinterpret_cast<uint32_t*>(b_img + P::b_img_bytes(g, n, k));
   P::prepare_kernel<false><<<static_cast<unsigned>(words), P::PREP_THREADS, 0, s>>>(
       a8, as, b4, bs, masked_m, masked_m_is_64, max_m, n, k, static_cast<int>(nb_ctas), a_img, b_img, gate, nullptr);
-  e = cudaGetLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return static_cast<int>(e);
-  e = launch_dependent<P::prepared_gemm, P::THREADS, P::SMEM>(
-      static_cast<unsigned>(tiles), s, static_cast<const uint8_t*>(a_img), static_cast<const uint8_t*>(b_img),
+  const int r = launch<P::prepared_gemm, P::THREADS, P::SMEM>(
+      tiles, s, true, static_cast<const uint8_t*>(a_img), static_cast<const uint8_t*>(b_img),
       static_cast<const uint32_t*>(gate), static_cast<int>(words), as, masked_m, masked_m_is_64, c, g, max_m, n, k);
-  if (e != cudaSuccess) return static_cast<int>(e);
+  if (r != 0) return r;
   return launch_gated_fallback(a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, gate, words, s);
 }
 

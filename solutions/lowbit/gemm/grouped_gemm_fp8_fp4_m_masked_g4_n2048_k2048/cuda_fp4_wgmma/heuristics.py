@@ -36,7 +36,7 @@ RULES = (
                                                "512 full, another run: 62.2)"),
     (None, None, None, (128, 256, "prepared"), "both operands fp16 once a call, then copied in whole stages: "
                                                "2048 ~75 % 131.6 us (predecoded 157.0; H100: register-weights "
-                                               "137.0 against 132.4)"),
+                                               "137.9 against 128.2, persistent)"),
     (None, None, None, (256, 128, "register"), "n no multiple of 256: the register-weights form, which beat the "
                                                "predecoded form it replaces (H100, 2048 ~75 %: n 1152 82.5 against "
                                                "110.7 us, n 1920 116.0 against 170.2)"),
