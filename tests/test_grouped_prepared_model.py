@@ -232,10 +232,11 @@ def prepared_tile_of(tile, rows, max_m, nb, tm):
 STAGES = int(re.search(r"constexpr int STAGES = (\d+);", HDR).group(1))
 
 
-@pytest.mark.parametrize("max_m, masked_m, grid", [
-    (2048, [1416, 1616, 1382, 1688], 132), (512, [512] * 4, 132), (4096, [870, 900, 850, 880], 132),
-    (1024, [-7, 1100, 0, 300], 132), (300, [0, 0, 0, 0], 132), (2048, [2048] * 4, 7)])
-def test_persistent_walk_fills_each_tile_once_and_its_last_block_holds_two_adjacent_slots(max_m, masked_m, grid):
+@pytest.mark.parametrize("max_m, masked_m, grid, k", [
+    (2048, [1416, 1616, 1382, 1688], 132, 2048), (512, [512] * 4, 132, 2048), (4096, [870, 900, 850, 880], 132, 2048),
+    (1024, [-7, 1100, 0, 300], 132, 2048), (300, [0, 0, 0, 0], 132, 2048), (2048, [2048] * 4, 7, 2048),
+    (2048, [2048, 1500, 0, 1900], 132, 384), (2048, [2048, 1500, 0, 1900], 132, 128)])
+def test_persistent_walk_fills_each_tile_once_and_its_last_block_holds_two_adjacent_slots(max_m, masked_m, grid, k):
     """prepared_gemm's walk (ported): CTA b takes tiles b, b + grid, ...; the producer issues KS
     stages a tile with rows and stops at the first tile without, the consumers take the same
     stages in order and store zeros for the rest; the epilogue stages its rows in the last
@@ -246,7 +247,7 @@ def test_persistent_walk_fills_each_tile_once_and_its_last_block_holds_two_adjac
                  "const uint32_t out = base + slot[0] * STAGE + cw * 64 * OUT_PITCH;",
                  "mbar_arrive(bars + STAGES + slot[1]);"]:
         assert line in body, line
-    n, k = 2048, 2048
+    n = 2048
     nb, ks_count, rows = n // TN, k // 64, clamp_rows(masked_m, max_m)
     tiles = len(masked_m) * -(-max_m // TM) * nb
     seen = []

@@ -194,6 +194,22 @@ def test_many_rows_where_n_is_no_multiple_of_256(name, n):
 
 
 @pytest.mark.parametrize("name", CUDA_KERNEL)
+@pytest.mark.parametrize("tile", [(128, 256, "prepared"), (256, 128, "register")], ids=["prepared", "register"])
+@pytest.mark.parametrize("k", [128, 384, 640])
+def test_gated_forms_over_many_tiles_a_cta_at_odd_block_counts(name, tile, k):
+    """The prepared form's persistent walk counts its ring's slots over a CTA's tiles and stages the
+    epilogue in the last block's two slots: at k = 128 x 1, 3, 5 (an odd number of 128-K blocks)
+    and 2,048 rows a group every CTA takes three or four tiles, some past masked_m."""
+    mod = load_solution(DEF, OWN_AUTHOR, name)
+    max_m, masked_m = 2048, [2048, 1500, 0, 1900]
+    inputs = tuple(t.cuda() for t in grouped_inputs(max_m, masked_m, N, k, seed=11)[:5])
+    c = nan_output((G, max_m, N), device="cuda")
+    mod.grouped_gemm_fp8_fp4_masked(*inputs, c, tile=tile)
+    torch.cuda.synchronize()
+    check_accuracy(c, grouped_gemm_oracle(*inputs), what=f"{name} {tile[2]} k {k}")
+
+
+@pytest.mark.parametrize("name", CUDA_KERNEL)
 @pytest.mark.parametrize("k", [128, 384, 640])
 def test_tokens_as_n_form_with_fewer_stages_than_warpgroups(name, k):
     """The 32 x 64 form splits K's stages over four warpgroups: at k = 128 and 384 some have none,
