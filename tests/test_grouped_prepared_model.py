@@ -28,7 +28,7 @@ HDR = (Path(__file__).resolve().parents[1] / "solutions/lowbit/gemm/grouped_gemm
 TM, TN = (int(x) for x in re.search(r"constexpr int TM = (\d+), TN = (\d+);", HDR).groups())
 SCALE_MIN, SCALE_MAX = (2.0 ** int(x) for x in re.search(
     r"constexpr float SCALE_MIN = 0x1p(-?\d+)f, SCALE_MAX = 0x1p(-?\d+)f;", HDR).groups())
-WHOLE_E_MIN, WHOLE_E_MAX = 127 - 23, 127 + 13  # grouped_wgmma.cu's whole fold (test_grouped_wgmma_model checks them)
+WHOLE_E_MIN, WHOLE_E_MAX = 127 - 23, 127 + 13  # decode_fold.cuh's whole fold (test_grouped_wgmma_model checks them)
 assert (TM, TN) == (128, 256)
 
 

@@ -1,4 +1,5 @@
-"""CPU model of the CUDA grouped GEMM's data placement (cuda_fp4_wgmma/grouped_wgmma.cu).
+"""CPU model of the CUDA grouped GEMM's data placement (cuda_fp4_wgmma/grouped_wgmma.cu and its
+headers).
 
 The kernel copies each stage's packed E2M1 into a raw ring laid out for its copies and decode
 reads, multiplies in a permuted K order inside each 128-K stage, decodes with permutes, folds each
@@ -25,7 +26,7 @@ from ptx_model import M32, f2h, h2f, prmt, sw128_offset
 
 CU = (Path(__file__).resolve().parents[1] / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
       / "cuda_fp4_wgmma/grouped_wgmma.cu")
-SRC = CU.read_text()
+SRC = "\n".join(p.read_text() for p in [CU, *sorted(CU.parent.glob("*.cuh"))])  # the kernel and its headers
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
 
 

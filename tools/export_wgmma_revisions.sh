@@ -10,9 +10,9 @@ for rev in "$@"; do
     name=$(printf '%s' "$rev" | tr -c 'A-Za-z0-9._-' '_')
     rm -rf "variants/$name"
     mkdir -p "variants/$name"
-    for f in grouped_wgmma.cu hopper_ptx.cuh wgmma_dense.cuh grouped_prepared.cuh grouped_regw.cuh; do
-        # a revision before the prepared (register-weights) form has no grouped_prepared.cuh (grouped_regw.cuh)
-        git cat-file -e "$rev:$D/$f" 2>/dev/null && git show "$rev:$D/$f" > "variants/$name/$f"
+    # the kernel and every header of that revision (the set of headers differs between revisions)
+    for f in $(git ls-tree --name-only "$rev" "$D/" | grep -E '\.(cu|cuh)$'); do
+        git show "$rev:$f" > "variants/$name/$(basename "$f")"
     done
     echo "variants/$name/grouped_wgmma.cu"
 done

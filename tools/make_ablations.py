@@ -21,23 +21,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048/cuda_fp4_wgmma"
-FILES = ("grouped_wgmma.cu", "hopper_ptx.cuh", "wgmma_dense.cuh", "grouped_prepared.cuh", "grouped_regw.cuh")
+FILES = ("grouped_wgmma.cu", *sorted(p.name for p in SRC.glob("*.cuh")))  # the kernel and every header it includes
 
 # form -> part -> [(file, text in it, its ablation form)]: each text must occur exactly once. A
 # part's switch is the macro ABL_<part>, defined 0 or 1 at the top of grouped_wgmma.cu.
 PRODUCER = {
-    "A": [("grouped_wgmma.cu",
+    "A": [("grouped_producer.cuh",
            "        a_nxt0[q] = __ldg(reinterpret_cast<const uint2*>(pa0 + 32 * q));\n"
            "        a_nxt1[q] = __ldg(reinterpret_cast<const uint2*>(pa1 + 32 * q));",
            "        if (ABL_A) { a_nxt0[q] = make_uint2(0x38383838u + q, 0x38383838u); a_nxt1[q] = a_nxt0[q]; } else {\n"
            "        a_nxt0[q] = __ldg(reinterpret_cast<const uint2*>(pa0 + 32 * q));\n"
            "        a_nxt1[q] = __ldg(reinterpret_cast<const uint2*>(pa1 + 32 * q)); }")],
-    "P": [("grouped_wgmma.cu", "        if (mode == 0u) {\n          promote_rows(acc, blk, sa0, sa1);",
+    "P": [("grouped_producer.cuh", "        if (mode == 0u) {\n          promote_rows(acc, blk, sa0, sa1);",
            "        if (ABL_P) {\n        } else if (mode == 0u) {\n          promote_rows(acc, blk, sa0, sa1);"),
-          ("grouped_wgmma.cu", "    // the epilogue's tile, read again rather than kept",
+          ("grouped_producer.cuh", "    // the epilogue's tile, read again rather than kept",
            "    wgmma_wait<0>();\n    if (ABL_P) { for (int i = 0; i < BN / 2; ++i) acc[i] += blk[i]; }\n"
            "    // the epilogue's tile, read again rather than kept")],
-    "W": [("grouped_wgmma.cu", "        wgmma_commit();\n        wgmma_wait<0>();\n        STAGE_TRACE(gs, 6, tid == 0);  // MMA done",
+    "W": [("grouped_producer.cuh", "        wgmma_commit();\n        wgmma_wait<0>();\n        STAGE_TRACE(gs, 6, tid == 0);  // MMA done",
            "        wgmma_commit();\n        if (!ABL_W) wgmma_wait<0>();\n        STAGE_TRACE(gs, 6, tid == 0);  // MMA done")],
 }
 REGW = {

@@ -65,9 +65,7 @@ def entry():
     register-weights (256 x 128) or prepared (128 x 256) form."""
     global _ENTRY
     if _ENTRY is None:
-        lib = library(_HERE / "grouped_wgmma.cu",
-                      [_HERE / "hopper_ptx.cuh", _HERE / "wgmma_dense.cuh", _HERE / "grouped_prepared.cuh",
-                       _HERE / "grouped_regw.cuh"])
+        lib = library(_HERE / "grouped_wgmma.cu", sorted(_HERE.glob("*.cuh")))  # rebuilt when any header changes
         fn = lib.lowbit_grouped_wgmma
         fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_void_p] + [ctypes.c_int] * 6 + [ctypes.c_void_p] * 2
         fn.restype = ctypes.c_int
