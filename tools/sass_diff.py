@@ -1,0 +1,109 @@
+"""Compares one kernel's machine code (SASS, sm_90a) between builds of its source: the kernel's
+instruction count by opcode, and each loop (a backward branch and the instructions from its
+target up to it) with its length and its counts of the opcodes named in --watch, so that a
+source change that leaves the PTX alike but slows the kernel shows where ptxas made it longer.
+Builds each .cu to a cubin with nvcc and reads it with cuobjdump (a GPU host's CUDA toolkit).
+  python3 tools/sass_diff.py variants/main/grouped_wgmma.cu variants/persist/grouped_wgmma.cu \\
+      --kernel regw_gemm [--watch HGMMA,LDG,LDS,STS,BAR,SYNCS,PRMT,HMUL2]"""
+
+import argparse
+import collections
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+NVCC = ["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17"]
+LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+
+
+def sass_of(cu: Path) -> str:
+    cubin = cu.with_suffix(".cubin")
+    subprocess.run([*NVCC, str(cu), "-o", str(cubin)], check=True)
+    return subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+
+
+def kernel_lines(sass: str, kernel: str):
+    """(address, opcode, operands) of the first function whose name holds `kernel`, and its labels'
+    addresses."""
+    out, labels, inside = [], {}, False
+    pending = []
+    for line in sass.splitlines():
+        if line.strip().startswith("Function :"):
+            if inside:
+                break
+            inside = kernel in line
+            continue
+        if not inside:
+            continue
+        m = LABEL.match(line)
+        if m:
+            pending.append(m.group(1))
+            continue
+        m = LINE.search(line)
+        if m:
+            addr = int(m.group(1), 16)
+            for name in pending:
+                labels[name] = addr
+            pending = []
+            out.append((addr, m.group(3), m.group(4)))
+    if not out:
+        raise SystemExit(f"no function holding {kernel!r} in the SASS")
+    return out, labels
+
+
+def loops(lines, labels):
+    """[(start, end)] of every backward branch: end its address, start its target's."""
+    found = []
+    for addr, op, rest in lines:
+        if not op.startswith("BRA"):
+            continue
+        m = re.search(r"\(?(\.L_x_\d+)\)?", rest) or re.search(r"0x([0-9a-f]+)", rest)
+        if not m:
+            continue
+        target = labels.get(m.group(1)) if m.group(1).startswith(".L") else int(m.group(1), 16)
+        if target is not None and target <= addr:
+            found.append((target, addr))
+    return sorted(found)
+
+
+def summary(lines, labels, watch):
+    ops = collections.Counter(op.split(".")[0] for _, op, _ in lines)
+    rows = []
+    for start, end in loops(lines, labels):
+        body = [op.split(".")[0] for a, op, _ in lines if start <= a <= end]
+        counts = collections.Counter(body)
+        rows.append((start, end, len(body), {w: counts[w] for w in watch if counts[w]}))
+    return ops, rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sources", nargs="+", type=Path, help="grouped_wgmma.cu (or any .cu) of each build")
+    ap.add_argument("--kernel", required=True, help="a part of the kernel's mangled name, e.g. regw_gemm")
+    ap.add_argument("--watch", default="HGMMA,LDG,LDS,STS,STG,BAR,SYNCS,PRMT,HMUL2,MOV,IMAD",
+                    help="opcodes counted in each loop")
+    args = ap.parse_args()
+    watch = args.watch.split(",")
+    per = {}
+    for cu in args.sources:
+        per[cu] = summary(*kernel_lines(sass_of(cu), args.kernel), watch)
+    names = [str(cu.parent.name or cu) for cu in args.sources]
+    everything = sorted(set().union(*(ops for ops, _ in per.values())))
+    print("| opcode | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    print("| all | " + " | ".join(str(sum(per[cu][0].values())) for cu in args.sources) + " |")
+    for op in everything:
+        counts = [per[cu][0][op] for cu in args.sources]
+        if len(set(counts)) > 1:
+            print(f"| {op} | " + " | ".join(map(str, counts)) + " |")
+    for cu, name in zip(args.sources, names):
+        print(f"\n{name}: loops (start-end, instructions, watched opcodes)")
+        for start, end, n, counts in per[cu][1]:
+            print(f"  {start:#07x}-{end:#07x} {n:5d} {counts}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
