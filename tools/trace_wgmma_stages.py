@@ -3,7 +3,9 @@
 and prints, per stage, the stamps of the producer's steps (EVENTS below) and of consumer
 warpgroup 0's (A converted, B there, MMA done, promoted) in cycles from the kernel's start, then
 the median of each step's length over the steady stages (2 onwards). Tile 32x64, the
-tokens-as-N form, stamps each warpgroup's own steps (SW_EVENTS), a row per warpgroup and stage.
+tokens-as-N form, stamps each warpgroup's own steps (SW_EVENTS), a row per warpgroup and stage;
+tile 256x128, the register-weights GEMM, consumer warpgroup 1's steps of each 128-K block
+(RW_EVENTS), then the call's own steps (RW_CALL: gate read, first fragments, epilogue, stores).
   python3 tools/trace_wgmma_stages.py [MAX_M ROWS_PER_GROUP [TILE (128x64) [grouped_wgmma.cu]]]"""
 
 import ctypes
@@ -30,6 +32,11 @@ STEPS = (("fold + slot wait", 0, 1), ("barrier", 1, 2), ("copies", 2, 8), ("deco
 SW_EVENTS = ("start", "folded, loads issued", "tokens stored", "met", "decoded", "MMA done", "promoted")
 SW_STEPS = (("fold + next loads", 0, 1), ("token stores + vote", 1, 2), ("fence + barrier", 2, 3),
             ("weight decode", 3, 4), ("MMA", 4, 5), ("promotion", 5, 6), ("stage", 0, 6))
+RW_EVENTS = ("waits for tokens", "tokens there", "MMAs issued", "next decoded", "MMAs done", "rescaled")
+RW_STEPS = (("token wait", 0, 1), ("MMA issue", 1, 2), ("decode + next loads", 2, 3), ("MMA wait", 3, 4),
+            ("rescale + release", 4, 5), ("block", 0, 5))
+RW_CALL = ("start", "gate read", "ring ready", "first fragments", "epilogue", "staged", "stores issued",
+           "producer's first copies")
 
 
 def main():
@@ -53,7 +60,8 @@ def main():
         sys.exit("reading the trace failed")
     start = buf[TRACE_STAGES * TRACE_EVENTS]
     swapped = pg.parse_tile(tile)[0] < 128  # the tokens-as-N form's tiles hold fewer than 128 token rows
-    events, steps = (SW_EVENTS, SW_STEPS) if swapped else (EVENTS, STEPS)
+    regw = tile.startswith("256x128")
+    events, steps = (SW_EVENTS, SW_STEPS) if swapped else (RW_EVENTS, RW_STEPS) if regw else (EVENTS, STEPS)
     stages = []
     for s in range(TRACE_STAGES):
         row = [buf[s * TRACE_EVENTS + e] for e in range(len(events))]
@@ -65,12 +73,15 @@ def main():
     print("|---" * (len(events) + 1) + "|")
     for s, row in enumerate(stages):
         print(f"| {s} | " + " | ".join("-" if x is None else str(x) for x in row) + " |")
+    if regw:
+        call = [buf[TRACE_STAGES * TRACE_EVENTS + e] for e in range(len(RW_CALL))]
+        print("\nthe call: " + ", ".join(f"{name} {x - start}" for name, x in zip(RW_CALL, call) if x))
     # steady: past each warpgroup's first stage (the tokens-as-N form: rows 4.. of its 4 warpgroups)
     steady = [r for r in stages[4 if swapped else 2:] if None not in r]
     if steady:
         print("\nmedian over the steady stages: " + ", ".join(
             f"{name} {statistics.median(r[b] - r[a] for r in steady):.0f}" for name, a, b in steps))
-        if not swapped:
+        if not swapped and not regw:
             gaps = [b[3] - a[3] for a, b in zip(steady, steady[1:])]
             if gaps:
                 print(f"stage to stage (fenced): median {statistics.median(gaps):.0f} cycles")

@@ -120,13 +120,16 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + STAGES * SLOT);  // full [STAGES], empty [STAGES]
   __shared__ int s_bad;
   const int tid = threadIdx.x, wg = tid >> 7;
+  STAGE_TRACE_START();
   wait_for_prerequisites();  // the first pass's images, factors and gate words complete and visible
   const bool fallback = prepared::gate_set(gate, a_words, tid, THREADS);
+  CALL_TRACE(1, tid == 128);  // gate read
   launch_dependents();  // the fallback may be scheduled: it reads the gate once this grid has ended
   if (fallback) return;  // an a_scale the rescale cannot take: the producer form computes c
   const int NB = n / TW, KS = k / 64, KB = k / 128, MT = static_cast<int>(prepared::m_tiles(max_m));
   if (tid == 0) s_bad = 0;
   const int4 tile = prepared::tile_and_ring(bars, STAGES, masked_m, masked_m_is_64, groups, max_m, NB, TT);
+  CALL_TRACE(2, tid == 128);  // tile found, ring ready
   const int grp = tile.x, mt = tile.y, nb = tile.z, rows = tile.w;
   __nv_bfloat16* cg = c + (static_cast<size_t>(grp) * max_m + mt * TT) * n + nb * TW;
   const int tile_rows = min(TT, max_m - mt * TT);
@@ -152,6 +155,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         expect_tx(fb, (two ? 2 : 1) * (prepared::A_BYTES + (last ? 512 : 0)));
         const size_t off = static_cast<size_t>(ks) * prepared::A_BYTES;
         bulk_g2s(sb, a_src + off, prepared::A_BYTES, fb);
+        CALL_TRACE(7, ks == 0);  // the first copies issued
         if (two) bulk_g2s(sb + prepared::A_BYTES, a_src + a_next + off, prepared::A_BYTES, fb);
         if (last) {
           const size_t roff = static_cast<size_t>(ks / 2) * prepared::TM;
@@ -197,7 +201,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     int slot[2];
 #pragma unroll
     for (int st = 0; st < 2; ++st) {
+      STAGE_TRACE(kb, 0, tid == 128 && st == 0);  // waits for the block's tokens
       mbar_wait(bars + s, ph);
+      STAGE_TRACE(kb, 1, tid == 128 && st == 0);  // tokens there
       const uint64_t off = static_cast<uint64_t>((s * SLOT) >> 4);
       wgmma_fence();
 #pragma unroll
@@ -209,22 +215,27 @@ __global__ void __launch_bounds__(THREADS, 1)
         ph ^= 1u;
       }
     }
+    STAGE_TRACE(kb, 2, tid == 128);  // both stages' MMAs issued
     if (kb + 1 < KB) bad = !decode_block(x, nxt) || bad;
     if (kb + 3 < KB) x = load_codes(c0, c1, s0, s1, kb + 3);
+    STAGE_TRACE(kb, 3, tid == 128);  // the next block decoded
     wgmma_wait<1>();
     mbar_arrive(bars + STAGES + slot[0]);
     wgmma_wait<0>();
     keep_f(acc);
 #pragma unroll
     for (int j = 0; j < 8; ++j) keep_u(cur[j]);  // the MMAs read them until here
+    STAGE_TRACE(kb, 4, tid == 128);  // MMAs done
     rescale(slot[1]);
     mbar_arrive(bars + STAGES + slot[1]);
+    STAGE_TRACE(kb, 5, tid == 128);  // rescaled
   };
   uint32_t fa[8][4], fb[8][4];
   Codes xa = load_codes(c0, c1, s0, s1, 0), xb = xa;
   if (KB > 1) xb = load_codes(c0, c1, s0, s1, 1);
   bad = !decode_block(xa, fa);
   if (KB > 2) xa = load_codes(c0, c1, s0, s1, 2);
+  CALL_TRACE(3, tid == 128);  // the first block's fragments decoded
 #pragma unroll 1
   for (int kb = 0; kb < KB; kb += 2) {  // unrolled by two: the fragment and code registers alternate
     block(fa, fb, xb, kb);
@@ -232,6 +243,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   }
   // epilogue: every MMA has retired and every stage has landed, so the ring is free: bf16 staged
   // transposed there ([token][weight row]), then stored 16 bytes a thread
+  CALL_TRACE(4, tid == 128);  // epilogue
   if (bad) atomicOr(&s_bad, 1);
   asm volatile("bar.sync 1, 256;\n" ::: "memory");
   if (tid == 128) gate[a_words + blockIdx.x] = s_bad ? 1u : 0u;
@@ -246,6 +258,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                    "h"(*reinterpret_cast<const unsigned short*>(&v)) : "memory");
     }
   asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  CALL_TRACE(5, tid == 128);  // staged
   const int ct = tid - 128;
   for (int i = ct; i < TT * (TW / 8); i += 256) {
     const int tok = i / (TW / 8), ch = i % (TW / 8);
@@ -253,6 +266,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     const uint4 v = mt * TT + tok < rows ? ld_shared16(base + tok * OUT_PITCH + ch * 16) : make_uint4(0u, 0u, 0u, 0u);
     *reinterpret_cast<uint4*>(cg + static_cast<size_t>(tok) * n + 8 * ch) = v;
   }
+  CALL_TRACE(6, tid == 128);  // stores issued
 }
 
 }  // namespace regw

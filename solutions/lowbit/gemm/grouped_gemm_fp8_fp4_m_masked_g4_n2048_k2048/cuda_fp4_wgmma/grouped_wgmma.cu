@@ -77,7 +77,9 @@ constexpr int PRODUCER_BARRIER = 1;  // named barrier of the producer warpgroup'
 // producer's thread 0 (events 0-3, 8, 9) and consumer warpgroup 0's thread 0 (events 4-7), for
 // tools/trace_wgmma_stages.py to lay out which step of a stage waits on which; row
 // TRACE_STAGES holds the kernel's start. The tokens-as-N kernel stamps row ls * SPLIT + wg
-// (events 0-6, by each warpgroup's thread 0). The plain build compiles the stamps away.
+// (events 0-6, by each warpgroup's thread 0). The register-weights GEMM stamps row kb, its 128-K
+// block (events 0-5, by consumer warpgroup 1's thread 0), and its call's steps in row
+// TRACE_STAGES (CALL_TRACE, events 1-7). The plain build compiles the stamps away.
 #ifdef LOWBIT_STAGE_TRACE
 constexpr int TRACE_STAGES = 64, TRACE_EVENTS = 10;
 __device__ long long g_stage_trace[TRACE_STAGES + 1][TRACE_EVENTS];
@@ -89,12 +91,19 @@ __device__ long long g_stage_trace[TRACE_STAGES + 1][TRACE_EVENTS];
   do {                                                                                              \
     if (blockIdx.x == 0 && threadIdx.x == 0) g_stage_trace[TRACE_STAGES][0] = clock64();            \
   } while (0)
+#define CALL_TRACE(ev, lead)                                                                        \
+  do {                                                                                              \
+    if (blockIdx.x == 0 && (lead)) g_stage_trace[TRACE_STAGES][ev] = clock64();                     \
+  } while (0)
 #else
 #define STAGE_TRACE_START() \
   do {                      \
   } while (0)
 #define STAGE_TRACE(gs, ev, lead) \
   do {                            \
+  } while (0)
+#define CALL_TRACE(ev, lead) \
+  do {                       \
   } while (0)
 #endif
 
