@@ -252,21 +252,22 @@ def test_persistent_walk_fills_each_tile_once_and_its_last_block_holds_two_adjac
     tiles = len(masked_m) * -(-max_m // TM) * nb
     seen = []
     for cta in range(min(grid, tiles)):
-        produced, consumed, it, zeros = [], [], 0, False
+        produced = []  # the producer: stages of the tiles with rows, stopping at the first without
+        for tl in range(cta, tiles, grid):
+            g, mb, c, r = prepared_tile_of(tl, rows, max_m, nb, TM)
+            if mb * TM >= r:
+                break
+            produced += [(tl, ks) for ks in range(ks_count)]
+        consumed, it = [], 0  # the consumers: every tile, zeros stored for those without rows
         for tl in range(cta, tiles, grid):
             g, mb, c, r = prepared_tile_of(tl, rows, max_m, nb, TM)
             seen.append((g, mb, c))
-            if mb * TM >= r:  # the consumers store zeros; the producer has stopped
-                zeros = True
+            if mb * TM >= r:
                 continue
-            assert not zeros  # no tile with rows after the first without: the producer's break is right
-            produced += [(tl, ks) for ks in range(ks_count)]
-            slots = []
-            for ks in range(ks_count):
-                consumed.append((tl, ks))
-                slots.append(it % STAGES)
-                it += 1
+            consumed += [(tl, ks) for ks in range(ks_count)]
+            slots = [(it + ks) % STAGES for ks in range(ks_count)]
+            it += ks_count
             assert slots[-1] == slots[-2] + 1  # the last block's two slots, adjacent
-        assert produced == consumed
+        assert produced == consumed  # the producer's break skips no tile with rows the consumers take
     assert sorted(seen) == sorted({(g, m, c) for g in range(len(masked_m))
                                    for m in range(-(-max_m // TM)) for c in range(nb)})

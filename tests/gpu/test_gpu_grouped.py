@@ -197,9 +197,10 @@ def test_many_rows_where_n_is_no_multiple_of_256(name, n):
 @pytest.mark.parametrize("tile", [(128, 256, "prepared"), (256, 128, "register")], ids=["prepared", "register"])
 @pytest.mark.parametrize("k", [128, 384, 640])
 def test_gated_forms_over_many_tiles_a_cta_at_odd_block_counts(name, tile, k):
-    """The prepared form's persistent walk counts its ring's slots over a CTA's tiles and stages the
-    epilogue in the last block's two slots: at k = 128 x 1, 3, 5 (an odd number of 128-K blocks)
-    and 2,048 rows a group every CTA takes three or four tiles, some past masked_m."""
+    """At k = 128 x 1, 3, 5 (an odd number of 128-K blocks) and 2,048 rows a group: the prepared
+    form's persistent walk, which counts its ring's slots over a CTA's three or four tiles (some
+    past masked_m) and stages the epilogue in the last block's two slots, and the register-weights
+    form's block loop, unrolled by two, ending on a lone block."""
     mod = load_solution(DEF, OWN_AUTHOR, name)
     max_m, masked_m = 2048, [2048, 1500, 0, 1900]
     inputs = tuple(t.cuda() for t in grouped_inputs(max_m, masked_m, N, k, seed=11)[:5])

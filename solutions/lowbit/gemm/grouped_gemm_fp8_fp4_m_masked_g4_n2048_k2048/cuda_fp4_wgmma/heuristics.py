@@ -33,7 +33,7 @@ RULES = (
     (None, 1024, None, (256, 128, "register"), "tokens fp16 once a call, weights decoded into the MMA's registers "
                                                "under the MMAs: H100 512 ~260 39.5 us, 512 full 41.0, 1024 ~75 % "
                                                "72.1, 4096 ~870 89.7 (prepared 48.5, 50.5, 76.9, 95.7; 128 x 128 at "
-                                               "512 full, another run: 62.2)"),
+                                               "512 full, measured apart: 62.2)"),
     (None, None, None, (128, 256, "prepared"), "both operands fp16 once a call, then copied in whole stages: "
                                                "2048 ~75 % 131.6 us (predecoded 157.0; H100: register-weights "
                                                "137.9 against 128.2, persistent)"),
