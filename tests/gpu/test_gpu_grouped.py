@@ -162,9 +162,10 @@ def test_cuda_kernel_at_every_tile(name, tile, case):
 @pytest.mark.parametrize("tile", [(128, 256, "prepared"), (256, 128, "register")], ids=["prepared", "register"])
 @pytest.mark.parametrize("name", CUDA_KERNEL)
 def test_gated_form_in_a_cuda_graph(name, tile):
-    """The prepared and register-weights forms' three launches (the last two programmatic
-    dependents) captured once and replayed on new inputs whose scales clear the gate, then set it
-    (weight scales over 30+ binades): the gate is read on the device at every replay."""
+    """The prepared form's two launches and the register-weights form's three (each after the
+    first a programmatic dependent) captured once and replayed on new inputs whose scales clear
+    the gate, then set it (weight scales over 30+ binades): the gate is read on the device at
+    every replay."""
     mod = load_solution(DEF, OWN_AUTHOR, name)
     max_m, masked_m = 300, [300, 129, 0, 257]
     inputs = make(max_m, masked_m, "quantized", seed=7)

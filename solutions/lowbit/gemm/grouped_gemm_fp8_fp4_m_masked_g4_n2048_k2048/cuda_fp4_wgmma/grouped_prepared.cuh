@@ -3,7 +3,7 @@
 // inside its namespace, after the decode helpers it shares (e2m1x8_to_f16x2x4, whole_factor,
 // e4m3x2_to_f16x2, clamp_rows).
 //
-// Three launches a call, the second and third programmatic dependents of the one before:
+// Two launches a call, the second a programmatic dependent of the first:
 //   prepare_kernel  A e4m3 -> fp16 (exact; a 128-K block whose a_scale is 0 as A x 0, which keeps
 //                   NaN) and B' = E2M1 code x its per-32 scale in fp16 (the whole fold: exact for
 //                   scales 2^-23 .. 2^13), each written as the swizzled 64-K stage images the GEMM
@@ -13,10 +13,8 @@
 //                   persistent CTA an SM over tiles of 128 token rows x 256 weight rows, warpgroup
 //                   0's one thread issuing two 1-D bulk copies a 64-K stage into a ring 4 deep,
 //                   warpgroups 1 and 2 each multiplying 64 token rows by the 256 weight rows,
-//                   4 x wgmma m64n256k16 a stage
-//   the producer form (grouped_wgmma_kernel<128>, a programmatic dependent of prepared_gemm,
-//                   started once prepared_gemm's CTAs have read the gate) when a gate word is set,
-//                   else it returns at once: exact for any scale
+//                   4 x wgmma m64n256k16 a stage; when one is set, its CTAs run the producer form
+//                   on 128 x 128 tiles instead (producer_form<128>), exact for any scale
 //
 // One accumulator set (128 fp32 a thread, where promoting a block sum into a second set would
 // need 256): after 128-K block kb the accumulators hold sum_{j <= kb} (s_j / s_kb) T_j, s the
@@ -33,6 +31,14 @@
 // Row r's 16-byte chunk c (K 8 c .. 8 c + 7 of the stage, in order) at chunk c ^ (r % 8): the
 // 128-byte swizzle of the MMAs' descriptors, so that a stage is one contiguous copy an operand.
 #pragma once
+
+// the producer form's body (grouped_producer.cuh), which prepared_gemm runs where the gate is set
+template <int BN>
+__device__ __forceinline__ void producer_form(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
+                                              const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
+                                              const void* __restrict__ masked_m, int masked_m_is_64,
+                                              __nv_bfloat16* __restrict__ c, int groups, int max_m, int n, int k,
+                                              const uint32_t* gate, int gate_words);
 
 namespace prepared {
 
@@ -254,7 +260,8 @@ __device__ __forceinline__ void zero_tile(__nv_bfloat16* cg, int rows, int cols,
 // block is two stages and the ring four), released once the rows are stored.
 __global__ void __launch_bounds__(THREADS, 1)
     prepared_gemm(const uint8_t* __restrict__ a_img, const uint8_t* __restrict__ b_img, const uint32_t* __restrict__ gate,
-                  int gate_count, const float* __restrict__ a_scale, const void* __restrict__ masked_m,
+                  int gate_count, const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
+                  const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale, const void* __restrict__ masked_m,
                   int masked_m_is_64, __nv_bfloat16* __restrict__ c, int groups, int max_m, int n, int k) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -262,9 +269,10 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE);  // full [STAGES], empty [STAGES]
   const int tid = threadIdx.x, wg = tid >> 7;
   wait_for_prerequisites();  // prepare_kernel's images and gate complete and visible
-  const bool fallback = gate_set(gate, gate_count, tid, THREADS);
-  launch_dependents();  // the producer form may start: it reads the gate, complete by now
-  if (fallback) return;  // the producer form computes c
+  if (gate_set(gate, gate_count, tid, THREADS)) {  // a scale the images cannot take: the producer form, exact for any
+    producer_form<128>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, groups, max_m, n, k, nullptr, 0);
+    return;
+  }
   const int NB = n / TN, KS = k / 64, KB = k / 128, MT = static_cast<int>(m_tiles(max_m));
   const int tiles = groups * MT * NB;  // the launch keeps it an int
   init_ring(bars, STAGES);

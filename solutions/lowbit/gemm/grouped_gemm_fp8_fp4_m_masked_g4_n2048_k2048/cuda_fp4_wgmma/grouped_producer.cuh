@@ -38,12 +38,13 @@ struct Smem {
 // The producer form. gate: null, or (as the exact fallback of the prepared and register-weights
 // forms) their gate_words gate words, read once their GEMM has ended: the kernel then returns at
 // once unless one is set (that GEMM's c, where it wrote any, is then rewritten).
+// Its body, also run by prepared_gemm's CTAs where the gate is set.
 template <int BN>
-__global__ void __launch_bounds__(THREADS, 1)
-    grouped_wgmma_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
-                         const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
-                         const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c,
-                         int groups, int max_m, int n, int k, const uint32_t* gate, int gate_words) {
+__device__ __forceinline__ void producer_form(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
+                                              const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
+                                              const void* __restrict__ masked_m, int masked_m_is_64,
+                                              __nv_bfloat16* __restrict__ c, int groups, int max_m, int n, int k,
+                                              const uint32_t* gate, int gate_words) {
   using S = Smem<BN>;
   constexpr int STAGE_BYTES = S::STAGE_BYTES, ATOM_BYTES = S::ATOM_BYTES, RAW_BYTES = S::RAW_BYTES;
   constexpr int ROWS = BN / 32;  // weight rows a producer thread decodes a stage: lane + 32 i
@@ -406,4 +407,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     while (zero_piece < ZERO_PIECES) zero_next();  // a CTA without tiles, or with fewer stages than pieces
     bulk_wait();
   }
+}
+
+template <int BN>
+__global__ void __launch_bounds__(THREADS, 1)
+    grouped_wgmma_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
+                         const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,
+                         const void* __restrict__ masked_m, int masked_m_is_64, __nv_bfloat16* __restrict__ c,
+                         int groups, int max_m, int n, int k, const uint32_t* gate, int gate_words) {
+  producer_form<BN>(a_fp8, a_scale, b_fp4, b_scale, masked_m, masked_m_is_64, c, groups, max_m, n, k, gate, gate_words);
 }

@@ -8,8 +8,9 @@
 //   prepare_kernel<true>  A e4m3 -> fp16 stage images (as the prepared form's, but each 128-K
 //                         block's K in the fragments' order, k_of below), each token row's
 //                         rescale factors, and its gate words (a_scale outside 2^-45 .. 2^45)
-//   regw_gemm             when none of those is set: one CTA a tile of 256 token rows x 128 weight
-//                         rows, 384 threads
+//   regw_gemm             one CTA a tile of 256 token rows x 128 weight rows, 384 threads; a tile
+//                         wholly past masked_m stores its zeros at once, the others wait for the
+//                         first pass and run when none of its gate words is set:
 //     warpgroup 0, one thread: per 64-K stage the tokens' image (two 16 KiB bulk copies: the
 //                         two 128-row image tiles) and, with a block's second stage, the block's
 //                         256 rescale factors, into a ring 4 deep
@@ -121,23 +122,27 @@ __global__ void __launch_bounds__(THREADS, 1)
   __shared__ int s_bad;
   const int tid = threadIdx.x, wg = tid >> 7;
   STAGE_TRACE_START();
-  wait_for_prerequisites();  // the first pass's images, factors and gate words complete and visible
-  const bool fallback = prepared::gate_set(gate, a_words, tid, THREADS);
-  CALL_TRACE(1, tid == 128);  // gate read
-  launch_dependents();  // the fallback may be scheduled: it reads the gate once this grid has ended
-  if (fallback) return;  // an a_scale the rescale cannot take: the producer form computes c
   const int NB = n / TW, KS = k / 64, KB = k / 128, MT = static_cast<int>(prepared::m_tiles(max_m));
   if (tid == 0) s_bad = 0;
+  // the tile before the first pass's output: a tile wholly past masked_m needs neither that nor
+  // the gate (c and this CTA's gate word are not the first pass's; the fallback reads the word and
+  // rewrites c only once this grid has ended), and a busy one finds its tile while it waits
   const int4 tile = prepared::tile_and_ring(bars, STAGES, masked_m, masked_m_is_64, groups, max_m, NB, TT);
   CALL_TRACE(2, tid == 128);  // tile found, ring ready
   const int grp = tile.x, mt = tile.y, nb = tile.z, rows = tile.w;
   __nv_bfloat16* cg = c + (static_cast<size_t>(grp) * max_m + mt * TT) * n + nb * TW;
   const int tile_rows = min(TT, max_m - mt * TT);
   if (mt * TT >= rows) {  // wholly past masked_m: zeros
+    launch_dependents();
     prepared::zero_tile(cg, tile_rows, TW, n, tid, THREADS);
     if (tid == 0) gate[a_words + blockIdx.x] = 0u;
     return;
   }
+  wait_for_prerequisites();  // the first pass's images, factors and gate words complete and visible
+  const bool fallback = prepared::gate_set(gate, a_words, tid, THREADS);
+  CALL_TRACE(1, tid == 128);  // gate read
+  launch_dependents();  // the fallback may be scheduled: it reads the gate once this grid has ended
+  if (fallback) return;  // an a_scale the rescale cannot take: the producer form computes c
 
   if (wg == 0) {
     setmaxnreg_dec<40>();

@@ -200,8 +200,8 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 }
 #endif
 
-// The exact fallback of the prepared and register-weights forms: the producer form on 128 x 128
-// tiles, a programmatic dependent of their GEMM, scheduled once that GEMM's CTAs allow it, so that
+// The exact fallback of the register-weights form: the producer form on 128 x 128 tiles, a
+// programmatic dependent of its GEMM (which sets gate words itself, so the fallback follows it), scheduled once that GEMM's CTAs allow it, so that
 // its launch overlaps the GEMM; its CTAs read the gate once the GEMM has ended and return at once
 // where no word is set, else compute c, exact for any scale.
 int launch_gated_fallback(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
@@ -212,9 +212,8 @@ int launch_gated_fallback(const uint8_t* a8, const float* as, const uint8_t* b4,
       gate, static_cast<int>(words));
 }
 
-// The prepared form (grouped_prepared.cuh): prepare_kernel, prepared_gemm as its programmatic
-// dependent, then the producer form gated on the prepare pass's verdict (it returns at once
-// unless some scale needs it).
+// The prepared form (grouped_prepared.cuh): prepare_kernel, then prepared_gemm as its programmatic
+// dependent, which runs the producer form itself where the first pass set a gate word.
 int launch_prepared(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
                     int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, void* workspace,
                     cudaStream_t s) {
@@ -229,11 +228,12 @@ int launch_prepared(const uint8_t* a8, const float* as, const uint8_t* b4, const
       a8, as, b4, bs, masked_m, masked_m_is_64, max_m, n, k, static_cast<int>(nb_ctas), a_img, b_img, gate, nullptr);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return static_cast<int>(e);
-  const int r = launch<P::prepared_gemm, P::THREADS, P::SMEM>(
+  static_assert(P::THREADS == THREADS && Smem<128>::BYTES <= P::SMEM,
+                "the producer form runs in prepared_gemm's threads and shared memory");
+  return launch<P::prepared_gemm, P::THREADS, P::SMEM>(
       tiles, s, true, static_cast<const uint8_t*>(a_img), static_cast<const uint8_t*>(b_img),
-      static_cast<const uint32_t*>(gate), static_cast<int>(words), as, masked_m, masked_m_is_64, c, g, max_m, n, k);
-  if (r != 0) return r;
-  return launch_gated_fallback(a8, as, b4, bs, masked_m, masked_m_is_64, c, g, max_m, n, k, gate, words, s);
+      static_cast<const uint32_t*>(gate), static_cast<int>(words), a8, as, b4, bs, masked_m, masked_m_is_64, c, g,
+      max_m, n, k);
 }
 
 // The register-weights form (grouped_regw.cuh): prepare_kernel<true> (its gate words first),

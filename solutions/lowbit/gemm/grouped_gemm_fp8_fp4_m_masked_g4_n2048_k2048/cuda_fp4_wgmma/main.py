@@ -7,7 +7,8 @@ and of more where n is no multiple of 256, a first pass converts the tokens to f
 in a workspace and the weights are decoded into the MMA's register operand by the threads that
 multiply them (register-weights form); for more, a first pass converts both operands to fp16
 stage images, which the GEMM copies in whole (prepared form). The register-weights and prepared
-forms take three launches: the last, the producer form, runs only where a scale needs it.
+forms fall back to the producer form, exact for any scale, where a scale needs it: inside the
+prepared GEMM (two launches a call), as a third launch after the register-weights GEMM.
 
 Entry points:
 - ``run(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m, c)``: the definition's entry
