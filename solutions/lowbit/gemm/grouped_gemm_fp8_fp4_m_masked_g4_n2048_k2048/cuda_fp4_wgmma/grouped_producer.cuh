@@ -35,10 +35,10 @@ struct Smem {
   static_assert(BYTES <= 196 * 1024, "the 196 KB carve-out");
 };
 
-// The producer form. gate: null, or (as the exact fallback of the prepared and register-weights
-// forms) their gate_words gate words, read once their GEMM has ended: the kernel then returns at
-// once unless one is set (that GEMM's c, where it wrote any, is then rewritten).
-// Its body, also run by prepared_gemm's CTAs where the gate is set.
+// The producer form's body: its own kernel (below), and prepared_gemm's CTAs where the prepared
+// form's gate is set (gate null there). gate: null, or (as the exact fallback of the
+// register-weights form) its gate_words gate words, read once its GEMM has ended: the kernel then
+// returns at once unless one is set (that GEMM's c, where it wrote any, is then rewritten).
 template <int BN>
 __device__ __forceinline__ void producer_form(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
                                               const uint8_t* __restrict__ b_fp4, const float* __restrict__ b_scale,

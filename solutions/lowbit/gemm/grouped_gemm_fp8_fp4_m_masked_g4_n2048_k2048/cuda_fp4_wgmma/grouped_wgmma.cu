@@ -201,9 +201,10 @@ extern "C" int lowbit_stage_trace(long long* dst) {
 #endif
 
 // The exact fallback of the register-weights form: the producer form on 128 x 128 tiles, a
-// programmatic dependent of its GEMM (which sets gate words itself, so the fallback follows it), scheduled once that GEMM's CTAs allow it, so that
-// its launch overlaps the GEMM; its CTAs read the gate once the GEMM has ended and return at once
-// where no word is set, else compute c, exact for any scale.
+// programmatic dependent of its GEMM (which sets gate words itself, so the fallback follows it),
+// scheduled once that GEMM's CTAs allow it, so that its launch overlaps the GEMM; its CTAs read
+// the gate once the GEMM has ended and return at once where no word is set, else compute c,
+// exact for any scale.
 int launch_gated_fallback(const uint8_t* a8, const float* as, const uint8_t* b4, const float* bs, const void* masked_m,
                           int masked_m_is_64, __nv_bfloat16* c, int g, int max_m, int n, int k, const uint32_t* gate,
                           long long words, cudaStream_t s) {
