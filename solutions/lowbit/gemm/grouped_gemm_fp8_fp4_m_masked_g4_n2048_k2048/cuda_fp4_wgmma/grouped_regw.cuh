@@ -126,7 +126,10 @@ __global__ void __launch_bounds__(THREADS, 1)
   if (tid == 0) s_bad = 0;
   // the tile before the first pass's output: a tile wholly past masked_m needs neither that nor
   // the gate (c and this CTA's gate word are not the first pass's; the fallback reads the word and
-  // rewrites c only once this grid has ended), and a busy one finds its tile while it waits
+  // rewrites c only once this grid has ended), and a busy one finds its tile while it waits. Where
+  // every tile is past masked_m no CTA waits for the pass, so the fallback may read the pass's
+  // words before the pass has written them; the pass sets none without rows, and a stale set word
+  // only makes the fallback write c's zeros again, exactly.
   const int4 tile = prepared::tile_and_ring(bars, STAGES, masked_m, masked_m_is_64, groups, max_m, NB, TT);
   CALL_TRACE(2, tid == 128);  // tile found, ring ready
   const int grp = tile.x, mt = tile.y, nb = tile.z, rows = tile.w;
