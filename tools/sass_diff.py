@@ -1,7 +1,8 @@
-"""Compares one kernel's machine code (SASS, sm_90a) between builds of its source: the kernel's
-instruction count by opcode, and each loop (a backward branch and the instructions from its
-target up to it) with its length and its counts of the opcodes named in --watch, so that a
-source change that leaves the PTX alike but slows the kernel shows where ptxas made it longer.
+"""Compares one kernel's machine code (SASS, sm_90a) between builds of its source: each build's
+loops (a backward branch and the instructions from its target up to it; barrier spins shorter
+than --min-loop left out) with their lengths and counts of the opcodes named in --watch, then,
+last so that a log's tail holds it, the opcodes whose counts differ between the builds. A source
+change that leaves the PTX alike but slows the kernel shows where ptxas made it longer.
 Builds each .cu to a cubin with nvcc and reads it with cuobjdump (a GPU host's CUDA toolkit).
   python3 tools/sass_diff.py variants/main/grouped_wgmma.cu variants/persist/grouped_wgmma.cu \\
       --kernel regw_gemm [--watch HGMMA,LDG,LDS,STS,BAR,SYNCS,PRMT,HMUL2]"""
@@ -84,12 +85,21 @@ def main():
     ap.add_argument("--kernel", required=True, help="a part of the kernel's mangled name, e.g. regw_gemm")
     ap.add_argument("--watch", default="HGMMA,LDG,LDS,STS,STG,BAR,SYNCS,PRMT,HMUL2,MOV,IMAD",
                     help="opcodes counted in each loop")
+    ap.add_argument("--min-loop", type=int, default=40,
+                    help="loops shorter than this many instructions (barrier spins) are not listed")
     args = ap.parse_args()
     watch = args.watch.split(",")
     per = {}
     for cu in args.sources:
         per[cu] = summary(*kernel_lines(sass_of(cu), args.kernel), watch)
     names = [str(cu.parent.name or cu) for cu in args.sources]
+    for cu, name in zip(args.sources, names):
+        print(f"{name}: loops of {args.min_loop}+ instructions (start-end, instructions, watched opcodes)")
+        for start, end, n, counts in per[cu][1]:
+            if n >= args.min_loop:
+                print(f"  {start:#07x}-{end:#07x} {n:5d} {counts}")
+        print()
+    # last, so that the tail of a long log holds it: the opcodes whose counts differ between builds
     everything = sorted(set().union(*(ops for ops, _ in per.values())))
     print("| opcode | " + " | ".join(names) + " |")
     print("|---" * (len(names) + 1) + "|")
@@ -98,10 +108,6 @@ def main():
         counts = [per[cu][0][op] for cu in args.sources]
         if len(set(counts)) > 1:
             print(f"| {op} | " + " | ".join(map(str, counts)) + " |")
-    for cu, name in zip(args.sources, names):
-        print(f"\n{name}: loops (start-end, instructions, watched opcodes)")
-        for start, end, n, counts in per[cu][1]:
-            print(f"  {start:#07x}-{end:#07x} {n:5d} {counts}")
     return 0
 
 
