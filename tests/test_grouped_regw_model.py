@@ -66,6 +66,38 @@ def test_weight_fragments_hold_each_step_and_column_at_its_k():
                     assert k_of(s, col) == 32 * t + 8 * i + 2 * b + v
 
 
+PREP = (Path(__file__).resolve().parents[1] / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
+        / "cuda_fp4_wgmma/grouped_prepared.cuh").read_text()
+
+
+def factor_slot(c):
+    """prepared::regw_factor_slot: where token row c (0..127) of an image tile keeps its factor."""
+    return 16 * (c // 16) + 4 * (c % 8 // 2) + 2 * (c // 8 % 2) + c % 2
+
+
+def test_factor_slot_is_the_headers():
+    body = re.search(r"int regw_factor_slot\(int c\) \{ return ([^;]+);", PREP).group(1)
+    assert all(eval(body.replace("/", "//"), {"c": c}) == factor_slot(c) for c in range(128))
+
+
+def test_each_thread_loads_the_factors_of_its_accumulators():
+    """The rescale's load i of thread t (lane % 4) reads the 16 bytes at 16 i + 4 t of the block's
+    factors (the two image tiles' 128 each, in order); its floats x, y, z, w multiply acc 8 i + 0 and
+    2, 1 and 3, 4 and 6, 5 and 7, which hold token columns 8 g + 2 t + (a % 2) for acc 4 g + a."""
+    stored = {}
+    for tile in range(TT // 128):
+        for c in range(128):
+            stored[128 * tile + factor_slot(c)] = 128 * tile + c
+    assert sorted(stored) == list(range(TT))  # a bijection
+    for t in range(4):
+        for i in range(TT // 16):
+            for q in range(4):
+                col = stored[16 * i + 4 * t + q]
+                for acc in (8 * i + 2 * (q // 2) * 2 + q % 2, 8 * i + 2 * (q // 2) * 2 + q % 2 + 2):
+                    g, a = divmod(acc, 4)
+                    assert col == 8 * g + 2 * t + a % 2
+
+
 def rescale_factors(a_scale, rows):
     """prepare_kernel<true>'s ratio: e_kb / e_kb+1, the last block e_last; 1 past masked_m."""
     g, max_m, kb_count = a_scale.shape

@@ -81,7 +81,13 @@ inline long long ratio_bytes(int g, int max_m, int k) { return static_cast<long 
 // weights and checks their scales itself); A's images hold each 128-K
 // block's K in the order of the weights' register fragments (regw::k_of), and ratio
 // [g][MT][KB][128] gets each token row's rescale factors e_kb / e_kb+1 (the last block: e_last),
-// e_kb the row's a_scale of block kb or, where that is 0, the one before (1 before the first).
+// e_kb the row's a_scale of block kb or, where that is 0, the one before (1 before the first), at
+// regw_factor_slot(row % 128), so that each GEMM thread loads its 64 factors 16 bytes at a time.
+// Where token row c (0..127) of an image tile keeps its rescale factor: the accumulators of c = 8 i
+// + 2 t + e belong to the GEMM threads with t = lane % 4 (columns 8 i + 2 t, + 1), so columns
+// 16 j + 2 t + e and 16 j + 8 + 2 t + e share the 16 bytes at 16 j + 4 t (e, then 2 + e).
+__host__ __device__ constexpr int regw_factor_slot(int c) { return 16 * (c / 16) + 4 * (c % 8 / 2) + 2 * (c / 8 % 2) + c % 2; }
+
 template <bool REGW>
 __global__ void __launch_bounds__(PREP_THREADS)
     prepare_kernel(const uint8_t* __restrict__ a_fp8, const float* __restrict__ a_scale,
@@ -153,7 +159,8 @@ __global__ void __launch_bounds__(PREP_THREADS)
       }
       const uint32_t z = s == 0.0f ? 0u : 0x3c003c00u;  // x 0 (keeps NaN) or x 1
       if (REGW) {
-        if (qq == 0) ratio[((static_cast<size_t>(grp) * MT + mb) * KB + kb) * TM + half * 64 + r] = rt;
+        if (qq == 0)
+          ratio[((static_cast<size_t>(grp) * MT + mb) * KB + kb) * TM + regw_factor_slot(half * 64 + r)] = rt;
         // byte pair p (K 32 qq + 2 p, + 1 of the block) -> stage p / 8, chunk p % 8, word qq (regw::k_of)
         const uint32_t w[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
 #pragma unroll

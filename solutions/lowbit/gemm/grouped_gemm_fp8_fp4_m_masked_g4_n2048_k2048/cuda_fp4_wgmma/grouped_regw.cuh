@@ -191,16 +191,22 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint32_t ph = 0;
   // one 128-K block: decode, two stages of 4 MMAs, the next loads into the same registers, rescale
   // after a block's MMAs: each token column's accumulators times its factor (acc 4 i + 0..1 at
-  // columns 8 i + 2 t, + 1; 4 i + 2..3 the same columns, row + 8)
+  // columns 8 i + 2 t, + 1; 4 i + 2..3 the same columns, row + 8), the factors of columns 16 j + 2 t,
+  // + 1 and 16 j + 8 + 2 t, + 1 one 16-byte load (prepared::regw_factor_slot): with two loads in
+  // flight, what the registers left allow, 16 loads' latency instead of 32
   auto rescale = [&](int slot) {
-    const uint32_t rf = base + slot * SLOT + TOK_BYTES;
+    const uint32_t rf = base + slot * SLOT + TOK_BYTES + 16 * t;
 #pragma unroll
-    for (int i = 0; i < TT / 8; ++i) {
-      const float2 f = ld_shared_f2(rf + (8 * i + 2 * t) * 4);
-      acc[4 * i + 0] *= f.x;
-      acc[4 * i + 1] *= f.y;
-      acc[4 * i + 2] *= f.x;
-      acc[4 * i + 3] *= f.y;
+    for (int i = 0; i < TT / 16; ++i) {
+      const float4 f = ld_shared_f4(rf + 64 * i);
+      acc[8 * i + 0] *= f.x;
+      acc[8 * i + 1] *= f.y;
+      acc[8 * i + 2] *= f.x;
+      acc[8 * i + 3] *= f.y;
+      acc[8 * i + 4] *= f.z;
+      acc[8 * i + 5] *= f.w;
+      acc[8 * i + 6] *= f.z;
+      acc[8 * i + 7] *= f.w;
     }
   };
   // block kb: its two stages' MMAs from cur; block kb + 1 decoded into nxt under them from x,
