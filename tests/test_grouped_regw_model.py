@@ -93,7 +93,7 @@ def test_each_thread_loads_the_factors_of_its_accumulators():
         for i in range(TT // 16):
             for q in range(4):
                 col = stored[16 * i + 4 * t + q]
-                for acc in (8 * i + 2 * (q // 2) * 2 + q % 2, 8 * i + 2 * (q // 2) * 2 + q % 2 + 2):
+                for acc in (8 * i + 4 * (q // 2) + q % 2, 8 * i + 4 * (q // 2) + q % 2 + 2):
                     g, a = divmod(acc, 4)
                     assert col == 8 * g + 2 * t + a % 2
 

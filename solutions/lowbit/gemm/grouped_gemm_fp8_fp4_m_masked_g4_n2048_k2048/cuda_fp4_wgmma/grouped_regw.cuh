@@ -192,8 +192,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   // one 128-K block: decode, two stages of 4 MMAs, the next loads into the same registers, rescale
   // after a block's MMAs: each token column's accumulators times its factor (acc 4 i + 0..1 at
   // columns 8 i + 2 t, + 1; 4 i + 2..3 the same columns, row + 8), the factors of columns 16 j + 2 t,
-  // + 1 and 16 j + 8 + 2 t, + 1 one 16-byte load (prepared::regw_factor_slot): with two loads in
-  // flight, what the registers left allow, 16 loads' latency instead of 32
+  // + 1 and 16 j + 8 + 2 t, + 1 one 16-byte load (prepared::regw_factor_slot): ptxas keeps two loads
+  // in flight, all the registers allow, so the rescale waits on 16 load latencies rather than 32
   auto rescale = [&](int slot) {
     const uint32_t rf = base + slot * SLOT + TOK_BYTES + 16 * t;
 #pragma unroll
