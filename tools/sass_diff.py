@@ -1,9 +1,11 @@
 """Compares one kernel's machine code (SASS, sm_90a) between builds of its source: each build's
 loops (a backward branch and the instructions from its target up to it; barrier spins shorter
 than --min-loop left out) with their lengths and counts of the opcodes named in --watch, then,
-last so that a log's tail holds it, the opcodes whose counts differ between the builds. A source
-change that leaves the PTX alike but slows the kernel shows where ptxas made it longer.
-Builds each .cu to a cubin with nvcc and reads it with cuobjdump (a GPU host's CUDA toolkit).
+last so that a log's tail holds it, ptxas's notes on the kernel (registers, spills, C7514: wgmma
+serialised, C7519: a warpgroup.arrive injected) and the opcodes whose counts differ between the
+builds. A source change that leaves the PTX alike but slows the kernel shows where ptxas made it
+longer. Builds each .cu to a cubin with nvcc (ptxas -v) and reads it with cuobjdump; no GPU needed
+(tools/README.md says where cuobjdump comes from on a machine without the full toolkit).
   python3 tools/sass_diff.py variants/main/grouped_wgmma.cu variants/persist/grouped_wgmma.cu \\
       --kernel regw_gemm [--watch HGMMA,LDG,LDS,STS,BAR,SYNCS,PRMT,HMUL2]"""
 
@@ -14,15 +16,39 @@ import subprocess
 import sys
 from pathlib import Path
 
-NVCC = ["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17"]
+NVCC = ["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-Xptxas", "-v"]
 LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 
 
-def sass_of(cu: Path) -> str:
+def sass_of(cu: Path) -> tuple[str, str]:
+    """The cubin's SASS (cuobjdump) and ptxas's -v log."""
     cubin = cu.with_suffix(".cubin")
-    subprocess.run([*NVCC, str(cu), "-o", str(cubin)], check=True)
-    return subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+    log = subprocess.run([*NVCC, str(cu), "-o", str(cubin)], check=True, capture_output=True, text=True).stderr
+    return subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout, log
+
+
+def ptxas_notes(log: str, kernel: str) -> dict:
+    """What ptxas -v says of the first function whose name holds `kernel`: registers, spill
+    bytes, and how many of each (Cnnnn) note name it."""
+    notes, props, current = collections.Counter(), {}, None
+    for line in log.splitlines():
+        m = re.search(r"\((C\d{4})\).*function '([^']+)'", line)
+        if m and kernel in m.group(2):
+            notes[m.group(1)] += 1
+        m = re.search(r"Function properties for (\S+)", line)
+        if m:
+            current = m.group(1) if kernel in m.group(1) and not props else None
+            continue
+        if current:
+            m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+            if m:
+                props["spill stores"], props["spill loads"] = int(m.group(1)), int(m.group(2))
+            m = re.search(r"Used (\d+) registers", line)
+            if m:
+                props["registers"] = int(m.group(1))
+                current = None
+    return {**props, **dict(sorted(notes.items()))}
 
 
 def kernel_lines(sass: str, kernel: str):
@@ -89,9 +115,11 @@ def main():
                     help="loops shorter than this many instructions (barrier spins) are not listed")
     args = ap.parse_args()
     watch = args.watch.split(",")
-    per = {}
+    per, ptxas = {}, {}
     for cu in args.sources:
-        per[cu] = summary(*kernel_lines(sass_of(cu), args.kernel), watch)
+        sass, log = sass_of(cu)
+        per[cu] = summary(*kernel_lines(sass, args.kernel), watch)
+        ptxas[cu] = ptxas_notes(log, args.kernel)
     names = [str(cu.parent.name or cu) for cu in args.sources]
     for cu, name in zip(args.sources, names):
         print(f"{name}: loops of {args.min_loop}+ instructions (start-end, instructions, watched opcodes)")
@@ -99,7 +127,13 @@ def main():
             if n >= args.min_loop:
                 print(f"  {start:#07x}-{end:#07x} {n:5d} {counts}")
         print()
-    # last, so that the tail of a long log holds it: the opcodes whose counts differ between builds
+    # last, so that the tail of a long log holds them: ptxas's notes, the opcodes whose counts differ
+    keys = sorted(set().union(*ptxas.values()), key=lambda x: (x.startswith("C"), x))
+    print("| ptxas | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for key in keys:
+        print(f"| {key} | " + " | ".join(str(ptxas[cu].get(key, 0)) for cu in args.sources) + " |")
+    print()
     everything = sorted(set().union(*(ops for ops, _ in per.values())))
     print("| opcode | " + " | ".join(names) + " |")
     print("|---" * (len(names) + 1) + "|")
