@@ -30,24 +30,25 @@ def sass_of(cu: Path) -> tuple[str, str]:
 
 def ptxas_notes(log: str, kernel: str) -> dict:
     """What ptxas -v says of the first function whose name holds `kernel`: registers, spill
-    bytes, and how many of each (Cnnnn) note name it."""
-    notes, props, current = collections.Counter(), {}, None
+    bytes, and how many of each (Cnnnn) note name that function."""
+    names = re.findall(r"Function properties for (\S+)", log)
+    name = next((x for x in names if kernel in x), None)
+    if name is None:
+        return {}
+    props, notes, inside = {}, collections.Counter(), False
     for line in log.splitlines():
         m = re.search(r"\((C\d{4})\).*function '([^']+)'", line)
-        if m and kernel in m.group(2):
+        if m and m.group(2) == name:
             notes[m.group(1)] += 1
-        m = re.search(r"Function properties for (\S+)", line)
-        if m:
-            current = m.group(1) if kernel in m.group(1) and not props else None
+        if "Function properties for " in line:
+            inside = line.split("Function properties for ")[1].strip() == name
             continue
-        if current:
-            m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-            if m:
-                props["spill stores"], props["spill loads"] = int(m.group(1)), int(m.group(2))
-            m = re.search(r"Used (\d+) registers", line)
-            if m:
-                props["registers"] = int(m.group(1))
-                current = None
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line) if inside else None
+        if m:
+            props["spill stores"], props["spill loads"] = int(m.group(1)), int(m.group(2))
+        m = re.search(r"Used (\d+) registers", line) if inside else None
+        if m:
+            props["registers"], inside = int(m.group(1)), False
     return {**props, **dict(sorted(notes.items()))}
 
 
