@@ -18,6 +18,7 @@ from lowbit_gemm.numerics import e2m1_decode, unpack_fp4
 from lowbit_gemm.oracle import grouped_gemm_oracle
 from ptx_model import sw128_offset
 from test_grouped_prepared_model import FORM_CASES, clamp_rows, small_inputs
+from test_grouped_prepared_model import HDR as PREP  # grouped_prepared.cuh
 
 HDR = (Path(__file__).resolve().parents[1] / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
        / "cuda_fp4_wgmma/grouped_regw.cuh").read_text()
@@ -64,10 +65,6 @@ def test_weight_fragments_hold_each_step_and_column_at_its_k():
                 for v in range(2):
                     col = 2 * t + 8 * (b % 2) + v
                     assert k_of(s, col) == 32 * t + 8 * i + 2 * b + v
-
-
-PREP = (Path(__file__).resolve().parents[1] / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
-        / "cuda_fp4_wgmma/grouped_prepared.cuh").read_text()
 
 
 def factor_slot(c):
