@@ -4,7 +4,7 @@ its layouts modelled in tests/sparse_wgmma_sp_layout.py):
   table, sign bits, f16x2 add, selects) give the canonical pair the layout model gives, and it
   expands to the group the definition means (repeated positions summed, bits 4-7 ignored);
 - the prep launch's thread arithmetic (A: 64-row block, stage, thread -> swizzled chunk and
-  metadata half-word; B: 16-byte unit -> two swizzled chunks) writes the layout model's arrays;
+  metadata half-word; B: output chunk -> its 8 input bytes) writes the layout model's arrays;
 - the MMA kernel's producer copies and consumers' descriptors and metadata loads read back the
   definition's dense A and B for every stage of every tile, for both tiles (128 / 256 tokens),
   and the persistent schedule visits every tile once;
@@ -157,18 +157,13 @@ def prep_emulated(a_vals, a_meta, b, m_pad):
         words = sm.view(-1, 2)
         wb = words[:, 0] | (words[:, 1] << 16)
         meta[(ks * (m_pad // 64) + mb) * 1024:][:1024] = torch.stack([(wb >> (8 * i)) & 255 for i in range(4)], -1).reshape(-1).to(torch.uint8)
-    # B: unit i -> q = i & 7, ks = (i >> 3) % KT, nrow = (i >> 3) / KT; chunks c = 2 (q & 3), c + 1 of atom q >> 2
-    b16 = torch.zeros(n * k * 2, dtype=torch.uint8)
+    # B: output chunk o -> j = o & 7, r = (o >> 3) & 127, atom = (o >> 10) & 1, ks = (o >> 11) % KT, nb = (o >> 11) / KT;
+    # its 8 halves are K 64 atom + 8 (j ^ (r & 7)) .. + 7 of stage ks, weight row 128 nb + r
     bh = b.to(torch.float16).view(torch.uint8).reshape(-1)   # row-major [n, k] halves as bytes
-    i = torch.arange(n * k // 16)
-    q, ks, nrow = i & 7, (i >> 3) % kt, (i >> 3) // kt
-    atom, c, x = q >> 2, (q & 3) * 2, nrow & 7
-    row = ((((nrow >> 7) * kt + ks) * 2 + atom) * 128 + (nrow & 127)) * 128
-    src = (nrow * k + ks * 128 + q * 16) * 2            # 16 input bytes = 32 bytes of halves
-    for part, cc in ((0, c), (1, c + 1)):
-        dst = row + ((cc ^ x) << 4)
-        for b_ in range(16):
-            b16[dst + b_] = bh[src + 16 * part + b_]
+    o = torch.arange(n * k // 8)
+    j, r, atom, ks, nb = o & 7, (o >> 3) & 127, (o >> 10) & 1, (o >> 11) % kt, (o >> 11) // kt
+    src = ((nb * 128 + r) * k + ks * 128 + atom * 64 + 8 * (j ^ (r & 7))) * 2   # 8 input bytes = 16 bytes of halves
+    b16 = bh[src.view(-1, 1) + torch.arange(16).view(1, -1)].reshape(-1)      # chunk o at bytes 16 o ..
     return a_c, meta, b16
 
 
@@ -184,11 +179,9 @@ def test_prep_emulation_follows_the_source():
         "const int w = rr >> 4, lq = rr & 7, half = (rr >> 3) & 1;",
         "uint4* dst = reinterpret_cast<uint4*>(a_c + (static_cast<size_t>(ks) * m_pad + mb * 64) * 128);",
         "reinterpret_cast<uint4*>(meta + (static_cast<size_t>(ks) * (m_pad / 64) + mb) * 1024)[t] = ld_shared16(smem_addr(sm) + t * 16);",
-        "const int q = i & 7, ks = (i >> 3) % KT, nrow = (i >> 3) / KT;",
-        "const int atom = q >> 2, c = (q & 3) * 2, x = nrow & 7;",
-        "uint8_t* row = b16 + ((((static_cast<size_t>(nrow >> 7) * KT + ks) * 2 + atom) * 128 + (nrow & 127)) * 128);",
-        "*reinterpret_cast<uint4*>(row + ((c ^ x) << 4)) = lo;",
-        "*reinterpret_cast<uint4*>(row + (((c + 1) ^ x) << 4)) = hi;",
+        "const int j = o & 7, r = (o >> 3) & 127, atom = (o >> 10) & 1, ks = (o >> 11) % KT, nb = (o >> 11) / KT;",
+        "const size_t src = static_cast<size_t>(nb * 128 + r) * k + ks * 128 + atom * 64 + 8 * (j ^ (r & 7));",
+        "reinterpret_cast<uint4*>(b16)[o] = make_uint4(e4m3x2_to_f16x2(in[it].x), e4m3x2_to_f16x2(in[it].x >> 16),",
         "constexpr int M_ALIGN = 256;")
 
 
