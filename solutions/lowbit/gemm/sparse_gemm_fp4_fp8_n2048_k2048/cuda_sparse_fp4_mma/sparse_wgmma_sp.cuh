@@ -131,8 +131,8 @@ __device__ __forceinline__ uint32_t canon(uint32_t v, uint32_t me, uint32_t& nib
 // the swizzled 8 KiB row block and its 1 KiB of metadata words assembled in shared memory, then
 // written out with 16-byte stores (both contiguous in global memory).
 // Blocks [a_blocks, grid): B, a thread per 16-byte output chunk (B_UNITS of them, loads first),
-// 8 input bytes each, so that a warp's stores write four whole 128-byte rows of the image
-// (two chunks a thread from 16 input bytes wrote each row in halves, ~5 % slower).
+// 8 input bytes each, so that a warp's stores write four whole 128-byte rows of the image: the
+// B part's time is mostly its 8 MiB of stores (docs/kernels/sparse_gemm.md, where the time goes).
 __global__ void __launch_bounds__(PREP_THREADS)
     prep(const uint8_t* __restrict__ a_vals, const uint8_t* __restrict__ a_meta, const uint8_t* __restrict__ b8,
          uint8_t* __restrict__ a_c, uint8_t* __restrict__ meta, uint8_t* __restrict__ b16, int m, int m_pad, int n, int k,
