@@ -12,9 +12,8 @@ from lowbit_gemm.numerics import E2M1_VALUES
 
 E2M1 = E2M1_VALUES.tolist()  # code -> value (bit 3 the sign)
 M_ALIGN = 256   # m_pad's multiple (sp_wgmma::m_pad_of)
-BN = 128        # weight rows a CTA tile
-B_ATOM = BN * 128
-B_STAGE = 2 * B_ATOM
+B_ROWS = 128    # weight rows a block of the prepared B (b16); a CTA tile's BN is 128 or 64
+B_ATOM = B_ROWS * 128
 
 
 def m_pad_of(m: int) -> int:
@@ -79,21 +78,23 @@ def prep_reference(a_vals: torch.Tensor, a_meta: torch.Tensor, b_fp8: torch.Tens
     return flat(a_c), meta_bytes.reshape(-1), flat(b16)
 
 
-def stage_image(a_c, meta, b16, m_pad, n, k, mw, m0, nt, ks):
-    """The bytes of one pipeline stage in shared memory after the producer's three bulk copies:
-    [A BM x 128][B 2 atoms x 128 rows x 128][meta BM x 16]."""
+def stage_image(a_c, meta, b16, m_pad, n, k, mw, m0, nt, ks, bn=128):
+    """The bytes of one pipeline stage in shared memory after the producer's bulk copies (A,
+    metadata, and B: one copy of b16's block for BN 128, one a 64-K atom for BN 64):
+    [A BM x 128][B 2 atoms x BN rows x 128][meta BM x 16]; nt: the tile's column of BN rows."""
     bm, kt = 128 * mw, k // 128
     a = a_c[(ks * m_pad + m0) * 128:][:bm * 128]
     md = meta[(ks * (m_pad // 64) + m0 // 64) * 1024:][:bm * 16]
-    b_src = b16[(nt * kt + ks) * B_STAGE:]
-    b = b_src[:B_STAGE]
-    return torch.cat([a, b, md])
+    block = ((nt * bn // B_ROWS) * kt + ks) * 2 * B_ATOM
+    row0 = (nt * bn) % B_ROWS
+    b = [b16[block + atom * B_ATOM + row0 * 128:][:bn * 128] for atom in range(2)]
+    return torch.cat([a, *b, md])
 
 
-def mma_view(stage: torch.Tensor, mw: int):
+def mma_view(stage: torch.Tensor, mw: int, bn: int = 128):
     """What the consumers' MMAs of one stage multiply: dense A [128 mw, 128] (from the compressed
     values their A descriptors address and the metadata words their threads load, read as the
-    .cu's header says the MMA reads them) and B [128, 128] (from the B descriptors), float64."""
+    .cu's header says the MMA reads them) and B [bn, 128] (from the B descriptors), float64."""
     dev = stage.device
     bm = 128 * mw
     a_bytes = bm * 128
@@ -115,7 +116,7 @@ def mma_view(stage: torch.Tensor, mw: int):
     sh = lambda t, d: t.view(*[-1 if i == d else 1 for i in range(6)])  # noqa: E731
     b_, w_, l_, jj, h_, e_ = sh(B_, 0), sh(W_, 1), sh(L_, 2), sh(J_, 3), sh(H_, 4), sh(E_, 5)
     u = 16 * w_ + 2 * (l_ // 4) + l_ % 2
-    a0 = a_bytes + B_STAGE + (b_ * 64 + u) * 16 + 4 * jj
+    a0 = a_bytes + 2 * bn * 128 + (b_ * 64 + u) * 16 + 4 * jj
     word = sum(stage[a0 + i].to(torch.int64) << (8 * i) for i in range(4))
     nib = (word >> (16 * h_ + 4 * e_)) & 15
     row = (b_ * 64 + 16 * w_ + l_ // 4 + 8 * h_).expand(nib.shape)
@@ -132,23 +133,23 @@ def mma_view(stage: torch.Tensor, mw: int):
     for slot, pos in ((0, i0), (1, i1)):
         dense.index_put_((row, 32 * jx + 4 * grp + pos), comp[row, jx, 2 * grp + slot], accumulate=True)
     # B: step j at atom j // 2, + 64 bytes for j odd; rows of 128 B
-    nr = torch.arange(128, device=dev).view(128, 1, 1)
+    nr = torch.arange(bn, device=dev).view(bn, 1, 1)
     kk = torch.arange(32, device=dev).view(1, 1, 32)
-    baddr = a_bytes + swizzle128((j // 2) * B_ATOM + nr * 128 + (j % 2) * 64 + 2 * kk)
-    bm_ = to_f(halves(baddr)).reshape(128, 128)                                        # [n row, 32 j + kk]
+    baddr = a_bytes + swizzle128((j // 2) * bn * 128 + nr * 128 + (j % 2) * 64 + 2 * kk)
+    bm_ = to_f(halves(baddr)).reshape(bn, 128)                                        # [n row, 32 j + kk]
     return dense, bm_
 
 
-def tile_schedule(m, n, mw, grid, kt=16, splits=1):
+def tile_schedule(m, n, mw, grid, kt=16, splits=1, bn=128):
     """(cta, m0, n0, k0, stages) of every work item the kernel's loop visits, in order: item t is
     tile t // splits (n fastest), K stages (t % splits) * kt / splits onward; kt: k / 128."""
-    bm, nt_count, ks = 128 * mw, n // BN, kt // splits
+    bm, nt_count, ks = 128 * mw, n // bn, kt // splits
     items = (m + bm - 1) // bm * nt_count * splits
     out = []
     for cta in range(grid):
         for t in range(cta, items, grid):
             tile = t // splits
-            out.append((cta, (tile // nt_count) * bm, (tile % nt_count) * BN, (t % splits) * ks, ks))
+            out.append((cta, (tile // nt_count) * bm, (tile % nt_count) * bn, (t % splits) * ks, ks))
     return out
 
 

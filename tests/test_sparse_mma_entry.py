@@ -58,11 +58,13 @@ def test_every_m_has_a_path():
         # the sparse-MMA kernel's tiles need n % 128 == 0: other n take the dense path
         assert heuristics.choose(m, 2000) not in heuristics.SPARSE_MMA, m
         # the K split takes k / 128 stages in two halves: an odd count keeps the whole tile a CTA
-        assert heuristics.SPARSE_MMA.get(heuristics.choose(m, 2048, 132, 384), (1, 1))[1] == 1, m
+        assert heuristics.SPARSE_MMA.get(heuristics.choose(m, 2048, 132, 384), (1, 128, 1))[2] == 1, m
 
 
 def test_k_split_only_where_its_tiles_fit_one_wave():
-    for m in (193, 256, 512):
+    for m in (193, 256):  # 2 token tiles x 32 tiles of 64 weight rows x 2 halves of K: 128 CTAs
+        assert heuristics.choose(m, 2048, 132) == "wgmma_sp_128_n64_k2", m
+    for m in (257, 512):
         assert heuristics.choose(m, 2048, 132) == "wgmma_sp_128_k2", m
     assert heuristics.choose(513, 2048, 132) == "wgmma_sp_128"
     assert heuristics.choose(256, 2048, 60) == "wgmma_sp_128"  # 64 split tiles, 60 SMs

@@ -211,16 +211,20 @@ def dense_a(a_vals, a_meta, m_pad):
 
 
 def test_mma_model_follows_the_source():
-    has("constexpr int BN = 128;", "constexpr int B_ATOM = BN * 128;", "constexpr int B_STAGE = 2 * B_ATOM;",
+    has("constexpr int B_ROWS = 128;", "constexpr int B_ATOM = B_ROWS * 128;",
+        "static constexpr int B_TILE_ATOM = BN * 128;", "static constexpr int B_STAGE = 2 * B_TILE_ATOM;",
         "static constexpr int BM = 128 * MW;",
         "static constexpr int STAGE = A_BYTES + B_STAGE + M_BYTES;",
         "bulk_g2s(sb, a_c + (static_cast<size_t>(ks) * m_pad + m0) * 128, C::A_BYTES, fb);",
-        "bulk_g2s(sb + C::A_BYTES + B_STAGE, meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024, C::M_BYTES, fb);",
-        "bulk_g2s(sb + C::A_BYTES, b16 + (static_cast<size_t>(nt) * KT + ks) * B_STAGE, B_STAGE, fb);",
+        "bulk_g2s(sb + C::A_BYTES + C::B_STAGE, meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024, C::M_BYTES, fb);",
+        "const uint8_t* bsrc = b16 + ((static_cast<size_t>(nt * BN / B_ROWS) * KT + ks) * 2 * B_ROWS + (nt * BN) % B_ROWS) * 128;",
+        "bulk_g2s(sb + C::A_BYTES, bsrc, C::B_STAGE, fb);",
+        "bulk_g2s(sb + C::A_BYTES, bsrc, C::B_TILE_ATOM, fb);",
+        "bulk_g2s(sb + C::A_BYTES + C::B_TILE_ATOM, bsrc + B_ATOM, C::B_TILE_ATOM, fb);",
         "const int u = 16 * w + 2 * g + (l & 1);",
         "const uint64_t da0 = b_desc(base + cw * MW * 64 * 128), db0 = b_desc(base + C::A_BYTES);",
-        "mt[i] = ld_shared16(sb + C::A_BYTES + B_STAGE + ((cw * MW + i) * 64 + u) * 16);",
-        "const uint64_t db = db0 + off + (((j >> 1) * B_ATOM + (j & 1) * 64) >> 4);",
+        "mt[i] = ld_shared16(sb + C::A_BYTES + C::B_STAGE + ((cw * MW + i) * 64 + u) * 16);",
+        "const uint64_t db = db0 + off + (((j >> 1) * C::B_TILE_ATOM + (j & 1) * 64) >> 4);",
         "wgmma_sp(acc[i], da0 + off + ((i * 64 * 128 + 32 * j) >> 4), db, mj, (kk | j) != 0);",
         "const int row = m0 + (cw * MW + i) * 64 + 16 * w + g + 8 * h;",
         "const int tile = t / splits, m0 = (tile / NT) * C::BM, n0 = (tile % NT) * BN;",
@@ -236,8 +240,8 @@ def test_mma_model_follows_the_source():
     assert re.search(r"cw \* MW \* 64 \* 128", SRC) and "i * 64 * 128" in SRC
 
 
-@pytest.mark.parametrize("mw,splits", [(1, 1), (2, 1), (1, 2)])
-def test_stages_read_back_dense_operands(mw, splits):
+@pytest.mark.parametrize("mw,splits,bn", [(1, 1, 128), (2, 1, 128), (1, 2, 128), (1, 2, 64)])
+def test_stages_read_back_dense_operands(mw, splits, bn):
     m, n, k = 300, 256, 512
     a_vals, a_meta, b = small_inputs(m, n, k, seed=2)
     mp = lay.m_pad_of(m)
@@ -245,19 +249,19 @@ def test_stages_read_back_dense_operands(mw, splits):
     ad = dense_a(a_vals, a_meta, mp)
     bd = b.to(torch.float64)
     bm = 128 * mw
-    grid = 4 if splits == 1 else -(-m // bm) * (n // 128) * splits  # split: one item a CTA
-    sched = lay.tile_schedule(m, n, mw, grid, k // 128, splits)
+    grid = 4 if splits == 1 else -(-m // bm) * (n // bn) * splits  # split: one item a CTA
+    sched = lay.tile_schedule(m, n, mw, grid, k // 128, splits, bn)
     partial = {}  # (m0, n0) -> each rank's partial tile, as the ring holds it before the cluster barrier
     for cta, m0, n0, k0, stages in sched:
         assert m0 + bm <= mp  # the producer's copies stay inside the prepared rows
         rank = cta % splits   # the cluster's CTAs are consecutive, one a split
-        acc = torch.zeros(bm, 128, dtype=torch.float64)
+        acc = torch.zeros(bm, bn, dtype=torch.float64)
         for ks in range(k0, k0 + stages):
-            st = lay.stage_image(a_c, meta, b16, mp, n, k, mw, m0, n0 // 128, ks)
-            assert st.numel() == bm * 128 + lay.B_STAGE + bm * 16
-            av, bv = lay.mma_view(st, mw)
+            st = lay.stage_image(a_c, meta, b16, mp, n, k, mw, m0, n0 // bn, ks, bn)
+            assert st.numel() == bm * 128 + 2 * bn * 128 + bm * 16
+            av, bv = lay.mma_view(st, mw, bn)
             assert torch.equal(av, ad[m0:m0 + bm, ks * 128:(ks + 1) * 128]), (m0, ks)
-            assert torch.equal(bv, bd[n0:n0 + 128, ks * 128:(ks + 1) * 128]), (n0, ks)
+            assert torch.equal(bv, bd[n0:n0 + bn, ks * 128:(ks + 1) * 128]), (n0, ks)
             acc += av @ bv.T
         assert (m0, n0, rank) not in partial
         partial[m0, n0, rank] = acc
@@ -265,7 +269,7 @@ def test_stages_read_back_dense_operands(mw, splits):
     for (m0, n0, rank) in partial:  # each rank stores its rows, the partials summed in rank order
         rows = lay.split_rows(bm, splits, rank)
         total = sum(partial[m0, n0, p][rows.start:rows.stop] for p in range(splits))
-        c[m0 + rows.start:m0 + rows.stop, n0:n0 + 128] = total
+        c[m0 + rows.start:m0 + rows.stop, n0:n0 + bn] = total
     assert torch.equal(c[:m], ad[:m] @ bd.T)
 
 

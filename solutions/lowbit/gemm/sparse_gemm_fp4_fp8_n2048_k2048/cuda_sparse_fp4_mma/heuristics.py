@@ -11,8 +11,9 @@ tools/probe_sparse_mma.py --ms 17,24,32,48,64,96,128 --no-host (H200, 2026-12-04
 """
 
 TILES = ((1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (2, 8), (4, 1), (4, 2), (4, 4))  # the kernel's instantiations
-# name -> (m64 blocks a consumer warpgroup, K splits: a cluster of that many CTAs a tile)
-SPARSE_MMA = {"wgmma_sp_128": (1, 1), "wgmma_sp_256": (2, 1), "wgmma_sp_128_k2": (1, 2)}
+# name -> (m64 blocks a consumer warpgroup, weight rows a tile, K splits: a cluster of that many CTAs a tile)
+SPARSE_MMA = {"wgmma_sp_128": (1, 128, 1), "wgmma_sp_256": (2, 128, 1), "wgmma_sp_128_k2": (1, 128, 2),
+              "wgmma_sp_128_n64_k2": (1, 64, 2)}
 PATHS = ("dense", *SPARSE_MMA)
 
 # (most rows m, tile, why)
@@ -46,6 +47,8 @@ def sparse_mma_tile(m: int, n: int, sms: int, k: int = 2048) -> str:
     costs a whole round (m 3072 on 132 SMs: 3 rounds of 128 against 2 of 256)."""
     def rounds(bm):
         return -(-(-(-m // bm) * (n // 128)) // sms)
+    if 2 * -(-m // 128) * (n // 64) <= sms and k % 256 == 0:
+        return "wgmma_sp_128_n64_k2"
     if 2 * -(-m // 128) * (n // 128) <= sms and k % 256 == 0:
         return "wgmma_sp_128_k2"
     return "wgmma_sp_256" if ROUND_COST_256 * rounds(256) < rounds(128) else "wgmma_sp_128"

@@ -42,6 +42,7 @@ class _Plan(NamedTuple):
     nt: int = 0
     ysplit: int = 0
     mw: int = 0          # sparse_mma: m64 blocks a consumer warpgroup
+    bn: int = 0          # sparse_mma: weight rows a tile
     splits: int = 1      # sparse_mma: K splits (CTAs a tile)
     work: int = 0        # sparse_mma: workspace bytes
     dev: int = 0
@@ -55,14 +56,14 @@ def entry():
     """The built library (built on first use, build.py) with its entries' argument types set:
     lowbit_sparse_small_m(a_vals, a_meta, b_fp8, c, m, n, k, mt, nt, ysplit, stream),
     lowbit_sparse_dense_operands(a_vals, a_meta, b_fp8, a16, b16, m, n, k, stream) and
-    lowbit_sparse_wgmma_sp(a_vals, a_meta, b_fp8, c, work, m, n, k, mw, splits, stream) -> cudaError_t
+    lowbit_sparse_wgmma_sp(a_vals, a_meta, b_fp8, c, work, m, n, k, mw, bn, splits, stream) -> cudaError_t
     code; lowbit_sparse_wgmma_sp_workspace(m, n, k) -> bytes."""
     global _LIB
     if _LIB is None:
         lib = library(_HERE / "sparse_mma.cu", [_HERE / "sparse_wgmma_sp.cuh", _HERE / "hopper_ptx.cuh"])
         lib.lowbit_sparse_small_m.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 6 + [ctypes.c_void_p]
         lib.lowbit_sparse_dense_operands.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
-        lib.lowbit_sparse_wgmma_sp.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 5 + [ctypes.c_void_p]
+        lib.lowbit_sparse_wgmma_sp.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 6 + [ctypes.c_void_p]
         lib.lowbit_sparse_wgmma_sp_workspace.argtypes = [ctypes.c_int] * 3
         lib.lowbit_sparse_wgmma_sp_workspace.restype = ctypes.c_longlong
         lib.lowbit_sparse_small_m.restype = lib.lowbit_sparse_dense_operands.restype = ctypes.c_int
@@ -101,10 +102,10 @@ def _make_plan(a_vals, a_meta, b_fp8, c, tile, definition_entry):
         return _Plan(False, "dense", m, n, k, dev=dev.index)
     if tile in SPARSE_MMA:
         work = (_LIB or entry()).lowbit_sparse_wgmma_sp_workspace(m, n, k)
-        mw, splits = SPARSE_MMA[tile]
+        mw, bn, splits = SPARSE_MMA[tile]
         if (k // 128) % splits:
             raise ValueError(f"tile: {tile!r} splits K into {splits}, needs k / 128 a multiple of it, got k {k}")
-        return _Plan(False, "sparse_mma", m, n, k, mw=mw, splits=splits, work=work, dev=dev.index)
+        return _Plan(False, "sparse_mma", m, n, k, mw=mw, bn=bn, splits=splits, work=work, dev=dev.index)
     mt, nt = tile
     return _Plan(False, "small", m, n, k, mt, nt, min(-(-m // (8 * nt)), 65535), dev=dev.index)
 
@@ -151,7 +152,7 @@ def _launch(lib, plan, ptrs, c):
         return c
     if plan.path == "sparse_mma":
         work = torch.empty(plan.work, dtype=torch.uint8, device=c.device)  # this call's prepared operands
-        err = lib.lowbit_sparse_wgmma_sp(*ptrs, work.data_ptr(), plan.m, plan.n, plan.k, plan.mw, plan.splits,
+        err = lib.lowbit_sparse_wgmma_sp(*ptrs, work.data_ptr(), plan.m, plan.n, plan.k, plan.mw, plan.bn, plan.splits,
                                          stream)
         if err:
             raise RuntimeError(f"sparse-MMA launch failed: CUDA error {err}")

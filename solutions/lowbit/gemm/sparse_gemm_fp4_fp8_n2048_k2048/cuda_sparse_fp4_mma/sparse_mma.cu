@@ -292,18 +292,19 @@ extern "C" int lowbit_sparse_dense_operands(const void* a_vals, const void* a_me
 extern "C" long long lowbit_sparse_wgmma_sp_workspace(int m, int n, int k) { return sp_wgmma::workspace_bytes(m, n, k); }
 
 // The many-rows path (sparse_wgmma_sp.cuh): prep into work, then the sparse-MMA kernel, 128 mw
-// tokens x 128 weight rows a tile (mw 1 or 2), its K split over a cluster of splits CTAs
-// (1, or 2 with mw 1 and k % 256 == 0). work: lowbit_sparse_wgmma_sp_workspace(m, n, k)
-// bytes, 16-byte aligned, not shared with a call that may run concurrently. n % 128 == 0,
-// k % 128 == 0. Returns a cudaError_t code.
+// tokens x bn weight rows a tile (mw 1 or 2; bn 128, or 64 with mw 1), its K split over a
+// cluster of splits CTAs (1, or 2 with mw 1 and k % 256 == 0). work:
+// lowbit_sparse_wgmma_sp_workspace(m, n, k) bytes, 16-byte aligned, not shared with a call that
+// may run concurrently. n % 128 == 0, k % 128 == 0. Returns a cudaError_t code.
 extern "C" int lowbit_sparse_wgmma_sp(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, void* work,
-                                      int m, int n, int k, int mw, int splits, void* stream) {
+                                      int m, int n, int k, int mw, int bn, int splits, void* stream) {
   if (m <= 0 || n <= 0) return 0;
   if (k <= 0 || k % 128 || n % 128) return static_cast<int>(cudaErrorInvalidValue);
   if (splits != 1 && (mw != 1 || splits != 2 || (k / 128) % splits))
     return static_cast<int>(cudaErrorInvalidValue);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (mw == 1) return sp_wgmma::launch<1>(a_vals, a_meta, b_fp8, c, work, m, n, k, splits, s);
-  if (mw == 2) return sp_wgmma::launch<2>(a_vals, a_meta, b_fp8, c, work, m, n, k, splits, s);
+  if (mw == 1 && bn == 128) return sp_wgmma::launch<1, 128>(a_vals, a_meta, b_fp8, c, work, m, n, k, splits, s);
+  if (mw == 1 && bn == 64) return sp_wgmma::launch<1, 64>(a_vals, a_meta, b_fp8, c, work, m, n, k, splits, s);
+  if (mw == 2 && bn == 128) return sp_wgmma::launch<2, 128>(a_vals, a_meta, b_fp8, c, work, m, n, k, splits, s);
   return static_cast<int>(cudaErrorInvalidValue);
 }

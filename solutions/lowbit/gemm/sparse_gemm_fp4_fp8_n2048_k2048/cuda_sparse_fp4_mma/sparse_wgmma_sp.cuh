@@ -1,5 +1,5 @@
 // The many-rows path: 2:4-sparse A (tokens) x dense B (weights) on Hopper's sparse tensor cores,
-// wgmma.mma_async.sp m64n128k32 with f16 operands and fp32 accumulation (exact: every E2M1
+// wgmma.mma_async.sp m64n128k32 (m64n64k32 on 64-weight-row tiles) with f16 operands and fp32 accumulation (exact: every E2M1
 // value, every sum of two and every e4m3 value is an fp16). Included by sparse_mma.cu.
 //
 // Two launches, the second a programmatic dependent of the first (PDL: its prologue overlaps):
@@ -12,7 +12,7 @@
 //   sp_gemm  persistent, warp-specialised: warpgroup 0 (setmaxnreg 40) has one thread that
 //            issues each stage's bulk copies into a ring of shared memory (full / empty
 //            mbarriers); warpgroups 1 and 2 (setmaxnreg 232) each multiply MW m64 blocks of tokens
-//            by the CTA's 128 weight rows, one stage's MMAs kept in flight (wait_group 1), and
+//            by the CTA's BN (128 or 64) weight rows, one stage's MMAs kept in flight (wait_group 1), and
 //            release a slot once the MMAs that read it have retired (every consumer thread
 //            arrives after its own wait_group: 256 arrivals a slot, each thread's arrival releasing
 //            its own metadata loads from the slot, as the PTX memory model orders them).
@@ -24,7 +24,9 @@
 //            its ring, and after a cluster barrier each sums its half of the tile's rows over both
 //            CTAs' partials through distributed shared memory, in rank order, and stores them.
 //            At these sizes a CTA runs one tile and is bound by its SM's reads from L2 (768 KB of
-//            operands a 128 x 128 tile), so halving a CTA's K halves its time to the epilogue.
+//            operands a 128 x 128 tile), so halving a CTA's K halves its time to the epilogue;
+//            tiles of 64 weight rows, where their split tiles still fit one wave, put twice the
+//            CTAs on the SMs, each reading ~270 KB against ~400 KB a 128 x 128 split tile.
 //
 // Workspace (KT = k / 128 stages of 128 K; m_pad = m rounded up to M_ALIGN), in this order:
 //   a_c   [KT][m_pad][128 B]: row r's 64 compressed fp16 of the stage; its 16-byte chunk c
@@ -58,9 +60,8 @@
 namespace sp_wgmma {
 using namespace hopper;
 
-constexpr int BN = 128;                 // weight rows a CTA tile
-constexpr int B_ATOM = BN * 128;        // one 64-K half of a stage of B: 128 rows x 128 bytes
-constexpr int B_STAGE = 2 * B_ATOM;     // 32 KiB
+constexpr int B_ROWS = 128;             // weight rows a block of the prepared B (b16)
+constexpr int B_ATOM = B_ROWS * 128;    // one 64-K half of a stage of b16: 128 rows x 128 bytes
 constexpr int M_ALIGN = 256;            // m_pad's multiple: the largest tile's rows
 constexpr int PREP_THREADS = 128;
 constexpr int B_UNITS = 4;              // 16-byte chunks of fp16 B a prep thread writes
@@ -204,29 +205,41 @@ __device__ __forceinline__ void wgmma_sp(float (&d)[64], uint64_t da, uint64_t d
       : "l"(da), "l"(db), "r"(meta), "r"(scale_d));
 }
 
-// MW: m64 blocks a consumer warpgroup (CTA tile 128 MW tokens x 128 weight rows)
-template <int MW>
+__device__ __forceinline__ void wgmma_sp(float (&d)[32], uint64_t da, uint64_t db, uint32_t meta, uint32_t scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %35, 0;\n"
+      "wgmma.mma_async.sp.sync.aligned.m64n64k32.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, %34, 0, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(meta), "r"(scale_d));
+}
+
+// MW: m64 blocks a consumer warpgroup; BN: weight rows (128, or 64: half of a b16 block).
+// CTA tile 128 MW tokens x BN weight rows.
+template <int MW, int BN>
 struct Cfg {
   static constexpr int EMPTY_ARRIVALS = 256;  // every thread of the two consumer warpgroups
   static constexpr int BM = 128 * MW;
   static constexpr int A_BYTES = BM * 128, M_BYTES = BM * 16;
+  static constexpr int B_TILE_ATOM = BN * 128;  // a stage's B in shared memory: 2 atoms of BN rows x 128 bytes
+  static constexpr int B_STAGE = 2 * B_TILE_ATOM;
   static constexpr int STAGE = A_BYTES + B_STAGE + M_BYTES;  // a multiple of 1024
-  static constexpr int STAGES = MW == 1 ? 4 : 3;
+  static constexpr int STAGES = MW == 2 ? 3 : BN == 64 ? 6 : 4;
+  static_assert(BN == 128 || BN == 64, "a tile is a b16 block or half of one");
   static constexpr int SMEM = STAGES * STAGE + 1024 + 2 * STAGES * 8;  // + alignment slack + barriers
   static_assert(STAGE % 1024 == 0, "stage parts must stay 1024-byte aligned");
   static_assert(SMEM <= 227 * 1024, "shared memory");
   static_assert(BM <= M_ALIGN, "m_pad covers a whole tile");
-  // split-K: a CTA's fp32 partial tile in the ring, rows padded to 136 floats (8 g + 2 q: the
-  // accumulators' 64-bit stores of a warp hit distinct banks)
+  // split-K: a CTA's fp32 partial tile in the ring, rows padded to BN + 8 floats (8 g + 2 q: the
+  // accumulators' 64-bit stores of a half-warp hit distinct banks)
   static constexpr int PART_PITCH = BN + 8;
   static_assert(BM * PART_PITCH * 4 <= STAGES * STAGE, "the partial tile fits the ring");
 };
 
-template <int MW>
+template <int MW, int BN>
 __global__ void __launch_bounds__(384, 1)
     sp_gemm(const uint8_t* __restrict__ a_c, const uint8_t* __restrict__ meta, const uint8_t* __restrict__ b16,
             __nv_bfloat16* __restrict__ c, int m, int m_pad, int n, int k, int splits) {
-  using C = Cfg<MW>;
+  using C = Cfg<MW, BN>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t base = smem_addr(smem);
@@ -260,8 +273,15 @@ __global__ void __launch_bounds__(384, 1)
           const uint32_t sb = base + s * C::STAGE, fb = full0 + 8 * s;
           expect_tx(fb, C::STAGE);
           bulk_g2s(sb, a_c + (static_cast<size_t>(ks) * m_pad + m0) * 128, C::A_BYTES, fb);
-          bulk_g2s(sb + C::A_BYTES + B_STAGE, meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024, C::M_BYTES, fb);
-          bulk_g2s(sb + C::A_BYTES, b16 + (static_cast<size_t>(nt) * KT + ks) * B_STAGE, B_STAGE, fb);
+          bulk_g2s(sb + C::A_BYTES + C::B_STAGE, meta + (static_cast<size_t>(ks) * (m_pad / 64) + m0 / 64) * 1024, C::M_BYTES, fb);
+          // b16 block nt * BN / 128, rows (nt * BN) % 128 .. + BN - 1 of each of its two atoms
+          const uint8_t* bsrc = b16 + ((static_cast<size_t>(nt * BN / B_ROWS) * KT + ks) * 2 * B_ROWS + (nt * BN) % B_ROWS) * 128;
+          if (BN == B_ROWS) {
+            bulk_g2s(sb + C::A_BYTES, bsrc, C::B_STAGE, fb);
+          } else {
+            bulk_g2s(sb + C::A_BYTES, bsrc, C::B_TILE_ATOM, fb);
+            bulk_g2s(sb + C::A_BYTES + C::B_TILE_ATOM, bsrc + B_ATOM, C::B_TILE_ATOM, fb);
+          }
           if (++s == C::STAGES) { s = 0; ph ^= 1u; }
         }
       }
@@ -276,11 +296,11 @@ __global__ void __launch_bounds__(384, 1)
     const int u = 16 * w + 2 * g + (l & 1);
     const uint64_t da0 = b_desc(base + cw * MW * 64 * 128), db0 = b_desc(base + C::A_BYTES);
     const uint32_t never = m < 0 ? 1u : 0u;
-    float acc[MW][64];
+    float acc[MW][BN / 2];
 #pragma unroll
     for (int i = 0; i < MW; ++i)
 #pragma unroll
-      for (int e = 0; e < 64; ++e) acc[i][e] = 0.0f;
+      for (int e = 0; e < BN / 2; ++e) acc[i][e] = 0.0f;
     int s = 0, prev = 0;
     uint32_t ph = 0;
     // slot sl's MMAs have retired in this warp: each thread gives it back to the producer (its
@@ -293,12 +313,12 @@ __global__ void __launch_bounds__(384, 1)
       mbar_wait(bars + s, ph);
       const uint32_t sb = base + s * C::STAGE;
 #pragma unroll
-      for (int i = 0; i < MW; ++i) mt[i] = ld_shared16(sb + C::A_BYTES + B_STAGE + ((cw * MW + i) * 64 + u) * 16);
+      for (int i = 0; i < MW; ++i) mt[i] = ld_shared16(sb + C::A_BYTES + C::B_STAGE + ((cw * MW + i) * 64 + u) * 16);
       const uint64_t off = static_cast<uint64_t>((s * C::STAGE) >> 4);
       wgmma_fence();
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const uint64_t db = db0 + off + (((j >> 1) * B_ATOM + (j & 1) * 64) >> 4);
+        const uint64_t db = db0 + off + (((j >> 1) * C::B_TILE_ATOM + (j & 1) * 64) >> 4);
 #pragma unroll
         for (int i = 0; i < MW; ++i) {
           const uint32_t mj = j == 0 ? mt[i].x : j == 1 ? mt[i].y : j == 2 ? mt[i].z : mt[i].w;
@@ -339,7 +359,7 @@ __global__ void __launch_bounds__(384, 1)
           for (int h = 0; h < 2; ++h) {
             const int row = (cw * MW + i) * 64 + 16 * w + g + 8 * h;
 #pragma unroll
-            for (int jn = 0; jn < 16; ++jn)
+            for (int jn = 0; jn < BN / 8; ++jn)
               st_shared_f2(base + (row * C::PART_PITCH + 8 * jn + 2 * q) * 4, acc[i][4 * jn + 2 * h], acc[i][4 * jn + 2 * h + 1]);
           }
         cluster_sync();  // every split's partial tile written
@@ -373,7 +393,7 @@ __global__ void __launch_bounds__(384, 1)
           if (row < m) {
             __nv_bfloat16* cr = c + static_cast<size_t>(row) * n + n0 + 2 * q;
 #pragma unroll
-            for (int jn = 0; jn < 16; ++jn)
+            for (int jn = 0; jn < BN / 8; ++jn)
               *reinterpret_cast<__nv_bfloat162*>(cr + 8 * jn) = __floats2bfloat162_rn(acc[i][4 * jn + 2 * h], acc[i][4 * jn + 2 * h + 1]);
           }
         }
@@ -384,19 +404,19 @@ __global__ void __launch_bounds__(384, 1)
 
 constexpr int MAX_DEVICES = 64;
 
-// prep, then sp_gemm<MW> as its programmatic dependent, on stream st. work: workspace_bytes(m, n, k),
+// prep, then sp_gemm<MW, BN> as its programmatic dependent, on stream st. work: workspace_bytes(m, n, k),
 // 16-byte aligned. n % 128 == 0, k % 128 == 0. Returns a cudaError_t code.
-template <int MW>
+template <int MW, int BN>
 int launch(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, void* work, int m, int n, int k,
            int splits, cudaStream_t st) {
-  using Cf = Cfg<MW>;
+  using Cf = Cfg<MW, BN>;
   static int sms[MAX_DEVICES] = {};  // 0: this device's kernel attribute not yet set
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return static_cast<int>(e);
   if (dev < 0 || dev >= MAX_DEVICES) return static_cast<int>(cudaErrorInvalidDevice);
   if (!sms[dev]) {
-    e = cudaFuncSetAttribute(sp_gemm<MW>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cf::SMEM);
+    e = cudaFuncSetAttribute(sp_gemm<MW, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cf::SMEM);
     if (e != cudaSuccess) return static_cast<int>(e);
     int count = 0;
     e = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev);
@@ -430,7 +450,7 @@ int launch(const void* a_vals, const void* a_meta, const void* b_fp8, void* c, v
   cfg.stream = st;
   cfg.attrs = attr;
   cfg.numAttrs = splits > 1 ? 2 : 1;
-  return static_cast<int>(cudaLaunchKernelEx(&cfg, sp_gemm<MW>, static_cast<const uint8_t*>(a_c),
+  return static_cast<int>(cudaLaunchKernelEx(&cfg, sp_gemm<MW, BN>, static_cast<const uint8_t*>(a_c),
                                              static_cast<const uint8_t*>(meta), static_cast<const uint8_t*>(b16),
                                              static_cast<__nv_bfloat16*>(c), m, m_pad, n, k, splits));
 }
