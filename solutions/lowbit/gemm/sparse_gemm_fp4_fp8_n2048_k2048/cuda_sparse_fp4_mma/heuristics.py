@@ -4,8 +4,8 @@ A tile (mt, nt) is sparse_mma.cu's few-rows kernel: 16 * mt rows of B a CTA, 8 *
 CTA (the tokens split over blockIdx.y so that every round of them has its own CTAs). "dense" is
 one launch writing A and B dense in bf16, then one cuBLAS GEMM. The "wgmma_sp_*" names are the
 sparse tensor cores (sparse_wgmma_sp.cuh: a prep launch, then the sparse-MMA kernel on 128 or
-256 tokens x 128 weight rows a tile, "_k2": each tile's K split over a cluster of 2 CTAs; n a
-multiple of 128). H200 figures in docs/kernels/sparse_gemm.md; the rules' own from
+256 tokens x 128 weight rows a tile, "_n64": 64 weight rows, "_k2": each tile's K split over a
+cluster of 2 CTAs; n a multiple of 128). H200 figures in docs/kernels/sparse_gemm.md; the rules' own from
 tools/time_sparse_paths.py and, for the few-rows tiles up to 128 rows,
 tools/probe_sparse_mma.py --ms 17,24,32,48,64,96,128 --no-host (H200, 2026-12-04).
 """
@@ -27,10 +27,10 @@ RULES = (
     (192, (4, 2), "one launch: the sparse MMAs (K split in 2) are level on the GPU (14.2 against 14.5 us at "
                   "192 rows) and add ~10 us of host time (44.0 against 33.3 us host-inclusive)"),
     (None, "sparse_mma", "the sparse tensor cores: ahead of the dense path (its conversion launch and cuBLAS) "
-                         "on the GPU from 512 rows (15.0 against 15.1 us at 512, 18.6 against 20.5 at 1024, "
-                         "96.4 against 108.5 at 8192), behind it at 193-384 (14.0 against 12.7 at 256) but with "
-                         "~40-90 us less host time (one C call, no cuBLAS call: 41.6 against 137.4 "
-                         "host-inclusive at 256); ahead of the few-rows kernel from 256 rows (17.4 at 256)"),
+                         "on the GPU from 224 rows (11.1 against 12.3 us at 224, 11.2 against 12.7 at 256, 14.5 "
+                         "against 15.4 at 512, 18.6 against 20.5 at 1024, 96.4 against 108.5 at 8192) and "
+                         "~20-90 us less host time (one C call, no cuBLAS call: 43.8 against 61.7 host-inclusive "
+                         "at 256); ahead of the few-rows kernel from 193 rows (17.4 at 256)"),
 )
 # A persistent round of 256-token tiles against one of 128-token tiles (same CTA count):
 # 28.9 against 18.6 us (m 2048 and 1024, one round each, prep included), H200.
@@ -41,7 +41,10 @@ def sparse_mma_tile(m: int, n: int, sms: int, k: int = 2048) -> str:
     """128-token tiles with K split over a cluster of 2 CTAs where the split tiles still fit one
     wave: a CTA there runs one tile and is bound by its SM's reads of the tile's operands from
     L2, which the split halves (m 256 / 384 / 512: 14.0 / 14.5 / 15.0 us against 16.1 / 15.9 /
-    16.3 unsplit; m 768, two waves split: 23.5 against 17.1). Otherwise the tile that needs
+    16.3 unsplit; m 768, two waves split: 23.5 against 17.1), and tiles of 64 weight rows cut
+    by another third where their twice as many CTAs still fit (m 224 / 256: 11.1 / 11.2 against
+    13.0 / 12.7 at 128 weight rows; m 320-512, two waves: 17.4-18.3 against 13.9-14.5; H200,
+    2026-12-07, tools/time_sparse_paths.py). Otherwise the tile that needs
     fewer round-weighted waves of the persistent grid: 256
     tokens halve B's reads a token but cost ROUND_COST_256 a round, and a wave part-filled
     costs a whole round (m 3072 on 132 SMs: 3 rounds of 128 against 2 of 256)."""
