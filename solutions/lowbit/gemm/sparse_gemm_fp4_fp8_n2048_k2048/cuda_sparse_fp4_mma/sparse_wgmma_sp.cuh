@@ -1,6 +1,7 @@
 // The many-rows path: 2:4-sparse A (tokens) x dense B (weights) on Hopper's sparse tensor cores,
-// wgmma.mma_async.sp m64n128k32 (m64n64k32 on 64-weight-row tiles) with f16 operands and fp32 accumulation (exact: every E2M1
-// value, every sum of two and every e4m3 value is an fp16). Included by sparse_mma.cu.
+// wgmma.mma_async.sp m64n128k32 (m64n64k32 on 64-weight-row tiles) with f16 operands and fp32
+// accumulation (exact: every E2M1 value, every sum of two and every e4m3 value is an fp16).
+// Included by sparse_mma.cu.
 //
 // Two launches, the second a programmatic dependent of the first (PDL: its prologue overlaps):
 //   prep     A's 2:4 groups canonicalised (two distinct positions in increasing order, as the
@@ -8,14 +9,16 @@
 //            slot 0 at another position) into compressed fp16 values and metadata words; B
 //            converted e4m3 -> fp16. Both written pre-tiled and pre-swizzled into the call's
 //            workspace, so that each pipeline stage of sp_gemm is three contiguous 1-D bulk
-//            copies (no tensor map to encode). Rows m .. m_pad - 1 of A are written as zeros.
+//            copies, four with 64-weight-row tiles (no tensor map to encode). Rows m .. m_pad - 1
+//            of A are written as zeros.
 //   sp_gemm  persistent, warp-specialised: warpgroup 0 (setmaxnreg 40) has one thread that
 //            issues each stage's bulk copies into a ring of shared memory (full / empty
 //            mbarriers); warpgroups 1 and 2 (setmaxnreg 232) each multiply MW m64 blocks of tokens
-//            by the CTA's BN (128 or 64) weight rows, one stage's MMAs kept in flight (wait_group 1), and
-//            release a slot once the MMAs that read it have retired (every consumer thread
-//            arrives after its own wait_group: 256 arrivals a slot, each thread's arrival releasing
-//            its own metadata loads from the slot, as the PTX memory model orders them).
+//            by the CTA's BN (128 or 64) weight rows, one stage's MMAs kept in flight
+//            (wait_group 1), and release a slot once the MMAs that read it have retired (every
+//            consumer thread arrives after its own wait_group: 256 arrivals a slot, each thread's
+//            arrival releasing its own metadata loads from the slot, as the PTX memory model
+//            orders them).
 //            The sparsity metadata is a register operand of the asynchronous MMA, read while the
 //            MMA runs, so it alternates between two register sets (the K loop unrolled by 2),
 //            each kept live (hold()) until the wait_group that retires its MMAs.
