@@ -60,7 +60,7 @@ def entry():
     code; lowbit_sparse_wgmma_sp_workspace(m, n, k) -> bytes."""
     global _LIB
     if _LIB is None:
-        lib = library(_HERE / "sparse_mma.cu", [_HERE / "sparse_wgmma_sp.cuh", _HERE / "hopper_ptx.cuh"])
+        lib = library(_HERE / "sparse_mma.cu", sorted(_HERE.glob("*.cuh")))  # rebuilt when any header changes
         lib.lowbit_sparse_small_m.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 6 + [ctypes.c_void_p]
         lib.lowbit_sparse_dense_operands.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
         lib.lowbit_sparse_wgmma_sp.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 6 + [ctypes.c_void_p]
