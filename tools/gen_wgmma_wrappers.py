@@ -17,13 +17,19 @@ SS_WIDTHS = (256,)  # A in shared memory
 SP_WIDTHS = (64, 128)  # sparse, A and B in shared memory
 
 
-def wrapper(n: int) -> str:
-    nacc = n // 2
-    a0 = nacc
+def _accumulators(nacc: int):
+    """The asm template's accumulator list (16 a line) and its "+f" operand list (8 a line)."""
     accs = [f"%{i}" for i in range(nacc)]
     acc_lines = ",\"\n      \"".join(", ".join(accs[i:i + 16]) for i in range(0, nacc, 16))
     outs = [f'"+f"(d[{i}])' for i in range(nacc)]
     out_lines = ",\n        ".join(", ".join(outs[i:i + 8]) for i in range(0, nacc, 8))
+    return acc_lines, out_lines
+
+
+def wrapper(n: int) -> str:
+    nacc = n // 2
+    a0 = nacc
+    acc_lines, out_lines = _accumulators(nacc)
     return f'''__device__ __forceinline__ void wgmma_dense(float (&d)[{nacc}], const uint32_t (&a)[4], uint64_t desc, uint32_t scale_d) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{a0 + 5}, 0;\\n"
@@ -39,10 +45,7 @@ def wrapper(n: int) -> str:
 
 def wrapper_ss(n: int) -> str:
     nacc = n // 2
-    accs = [f"%{i}" for i in range(nacc)]
-    acc_lines = ",\"\n      \"".join(", ".join(accs[i:i + 16]) for i in range(0, nacc, 16))
-    outs = [f'"+f"(d[{i}])' for i in range(nacc)]
-    out_lines = ",\n        ".join(", ".join(outs[i:i + 8]) for i in range(0, nacc, 8))
+    acc_lines, out_lines = _accumulators(nacc)
     return f'''__device__ __forceinline__ void wgmma_ss(float (&d)[{nacc}], uint64_t desc_a, uint64_t desc_b, uint32_t scale_d) {{
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc + 2}, 0;\\n"
@@ -58,10 +61,7 @@ def wrapper_ss(n: int) -> str:
 
 def wrapper_sp(n: int) -> str:
     nacc = n // 2
-    accs = [f"%{i}" for i in range(nacc)]
-    acc_lines = ",\"\n      \"".join(", ".join(accs[i:i + 16]) for i in range(0, nacc, 16))
-    outs = [f'"+f"(d[{i}])' for i in range(nacc)]
-    out_lines = ",\n        ".join(", ".join(outs[i:i + 8]) for i in range(0, nacc, 8))
+    acc_lines, out_lines = _accumulators(nacc)
     return f'''__device__ __forceinline__ void wgmma_sp(float (&d)[{nacc}], uint64_t desc_a, uint64_t desc_b, uint32_t meta,
                                          uint32_t scale_d) {{
   asm volatile(
