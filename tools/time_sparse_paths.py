@@ -3,7 +3,7 @@ each m (and the few-rows kernel's tile where the rules choose it), for choosing 
 full range, random meta bytes), then the GPU time (CUDA-graph replay median, cold L2) and a
 host-inclusive mean (back-to-back calls, as FlashInfer-Bench times them), beside cuBLAS's dense
 fp16 GEMM on pre-decoded operands. On a Hopper GPU host:
-  PYTHONPATH=src python3 tools/time_sparse_paths.py [--ms 256,512,1024,2048,3072,4096,8192]"""
+  PYTHONPATH=src python3 tools/time_sparse_paths.py [--ms 256,512,1024,2048,3072,4096,8192] [--paths wgmma_sp_128,dense]"""
 
 import argparse
 
@@ -24,6 +24,7 @@ L2 = 60 << 20
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ms", default="256,512,1024,2048,3072,4096,8192")
+    ap.add_argument("--paths", default="", help="comma-separated paths to time (default: every path)")
     args = ap.parse_args()
     mod = load_solution(DEF, "lowbit", SOL)
     heur = load_solution(DEF, "lowbit", SOL, entry="heuristics")
@@ -38,6 +39,8 @@ def main():
         del a16, b16
         chosen = heur.choose(m, N)
         for path in (*heur.PATHS, *(() if chosen in heur.PATHS else (chosen,))):  # the few-rows tile where chosen
+            if args.paths and path not in args.paths.split(","):
+                continue
             c = nan_output((m, N), "cuda")
             mod.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c, tile=path)
             torch.cuda.synchronize()
