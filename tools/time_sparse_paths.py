@@ -26,6 +26,7 @@ def main():
     ap.add_argument("--ms", default="256,512,1024,2048,3072,4096,8192")
     ap.add_argument("--paths", default="", help="comma-separated paths to time (default: every path)")
     args = ap.parse_args()
+    only = set(args.paths.split(",")) if args.paths else None  # the paths to time; None: all
     mod = load_solution(DEF, "lowbit", SOL)
     heur = load_solution(DEF, "lowbit", SOL, entry="heuristics")
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
@@ -39,7 +40,7 @@ def main():
         del a16, b16
         chosen = heur.choose(m, N)
         for path in (*heur.PATHS, *(() if chosen in heur.PATHS else (chosen,))):  # the few-rows tile where chosen
-            if args.paths and path not in args.paths.split(","):
+            if only and path not in only:
                 continue
             c = nan_output((m, N), "cuda")
             mod.sparse_gemm_fp4_fp8(a_vals, a_meta, b, c, tile=path)
