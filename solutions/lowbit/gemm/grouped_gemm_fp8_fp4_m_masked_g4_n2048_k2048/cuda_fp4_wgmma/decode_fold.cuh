@@ -50,17 +50,35 @@ __device__ __forceinline__ uint32_t f16_pow2(int d) {
   return d >= -14 ? static_cast<uint32_t>(d + 15) << 10 : 1u << (d + 24 < 0 ? 0 : d + 24);
 }
 
-// One per-32 scale (fp32 bits) on the whole fold, as fold_row's whole mode takes a row's four:
-// ok where it is a positive power of two in [2^-23, 2^13]; the fp16 bits of the scale, or of 1.0
-// where it is not (the prepared and register-weights forms' decode then uses the bare codes, and
-// the gate leaves the call to the exact fallback).
-__device__ __forceinline__ uint32_t whole_factor(uint32_t bits, bool& ok) {
-  const int e = static_cast<int>((bits >> 23) & 0xffu);
-  ok = (bits & 0x807fffffu) == 0u && e >= WHOLE_E_MIN && e <= WHOLE_E_MAX;
-  return f16_pow2(ok ? e - 127 : 0);
+// fp16 bits of x twice, as an f16x2 (exact where x is a power of two in [2^-24, 2^15])
+__device__ __forceinline__ uint32_t f16x2_dup(float x) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(x));
+  return r;
 }
 
-__device__ __forceinline__ Fold fold_row(const uint4& sc) {
+// One per-32 scale (fp32 bits) on the whole fold, as fold_row's whole mode takes a row's four:
+// ok where it is a positive power of two in [2^-23, 2^13] (its bits e << 23, e in [WHOLE_E_MIN,
+// WHOLE_E_MAX]); the f16x2 of the scale, or of 1.0 where it is not (the prepared and
+// register-weights forms' decode then uses the bare codes, and the gate leaves the call to the
+// exact fallback).
+__device__ __forceinline__ uint32_t whole_factor2(uint32_t bits, bool& ok) {
+  ok = (bits & 0x807fffffu) == 0u && bits >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&
+       bits <= (static_cast<uint32_t>(WHOLE_E_MAX) << 23);
+  return f16x2_dup(ok ? __uint_as_float(bits) : 1.0f);
+}
+
+// A row's four scales all take the whole fold: positive powers of two with exponents in
+// [WHOLE_E_MIN, WHOLE_E_MAX], i.e. each scale's bits are e << 23 with e in that range (the OR
+// rules out sign and mantissa bits, after which the bits order as the exponents).
+__device__ __forceinline__ bool folds_whole(const uint4& sc) {
+  const uint32_t lo = min(min(sc.x, sc.y), min(sc.z, sc.w)), hi = max(max(sc.x, sc.y), max(sc.z, sc.w));
+  return ((sc.x | sc.y | sc.z | sc.w) & 0x807fffffu) == 0u && lo >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&
+         hi <= (static_cast<uint32_t>(WHOLE_E_MAX) << 23);
+}
+
+// The relative and plain modes (and the whole one, as fold_row takes it in a few instructions)
+__device__ __forceinline__ Fold fold_row_modes(const uint4& sc) {
   const uint32_t bits[4] = {sc.x, sc.y, sc.z, sc.w};
   bool pow2 = true;
   int e_max = 0, e_min = 255;
@@ -82,6 +100,21 @@ __device__ __forceinline__ Fold fold_row(const uint4& sc) {
     f.factor2[j] = whole || relative ? (h | (h << 16)) : 0x3c003c00u;
     f.promote_bits[j] = whole ? 0x3f800000u : relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];
   }
+  return f;
+}
+
+// Quantized weights' scales take the whole fold, whose factors are the scales themselves in fp16
+// (one conversion each); any other row takes fold_row_modes, on a branch of its own.
+__device__ __forceinline__ Fold fold_row(const uint4& sc) {
+  if (!folds_whole(sc)) return fold_row_modes(sc);
+  Fold f;
+  f.mode = 0u;
+  f.factor2[0] = f16x2_dup(__uint_as_float(sc.x));
+  f.factor2[1] = f16x2_dup(__uint_as_float(sc.y));
+  f.factor2[2] = f16x2_dup(__uint_as_float(sc.z));
+  f.factor2[3] = f16x2_dup(__uint_as_float(sc.w));
+#pragma unroll
+  for (int j = 0; j < 4; ++j) f.promote_bits[j] = 0x3f800000u;
   return f;
 }
 

@@ -1,6 +1,6 @@
 // The prepared form, for groups of many token rows: both operands converted to fp16 once a call,
 // then multiplied on wgmma with both in shared memory. Included by grouped_wgmma.cu
-// inside its namespace, after the decode helpers it shares (e2m1x8_to_f16x2x4, whole_factor,
+// inside its namespace, after the decode helpers it shares (e2m1x8_to_f16x2x4, whole_factor2,
 // e4m3x2_to_f16x2, clamp_rows).
 //
 // Two launches a call, the second a programmatic dependent of the first:
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(PREP_THREADS)
 #pragma unroll
       for (int st = 0; st < 2; ++st) {
         bool ok;
-        const uint32_t f = whole_factor(sb[st], ok), f2 = f | (f << 16);
+        const uint32_t f2 = whole_factor2(sb[st], ok);
         bad = bad || !ok;
         const uint32_t w[4] = {q[st].x, q[st].y, q[st].z, q[st].w};
 #pragma unroll

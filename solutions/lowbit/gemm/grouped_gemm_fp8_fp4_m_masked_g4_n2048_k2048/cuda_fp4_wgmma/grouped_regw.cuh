@@ -85,8 +85,7 @@ __device__ __forceinline__ Codes load_codes(const uint8_t* c0, const uint8_t* c1
 // where one does not (the CTA then sets its gate word).
 __device__ __forceinline__ bool decode_block(const Codes& x, uint32_t (&frag)[8][4]) {
   bool ok0, ok1;
-  const uint32_t f0 = whole_factor(__float_as_uint(x.s0), ok0), f1 = whole_factor(__float_as_uint(x.s1), ok1);
-  const uint32_t g0 = f0 | (f0 << 16), g1 = f1 | (f1 << 16);
+  const uint32_t g0 = whole_factor2(__float_as_uint(x.s0), ok0), g1 = whole_factor2(__float_as_uint(x.s1), ok1);
   const uint32_t a[4] = {x.w0.x, x.w0.y, x.w0.z, x.w0.w}, b[4] = {x.w1.x, x.w1.y, x.w1.z, x.w1.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {  // word i: K 32 t + 8 i .. + 7, steps 2 i and 2 i + 1

@@ -16,7 +16,7 @@ struct SwSmem {
   static constexpr int ATOM_BYTES = TN * 128;        // TN rows x 64 K of fp16
   static constexpr int TOK_BYTES = 2 * ATOM_BYTES;   // a 128-K stage
   static constexpr int OFF_SA = TOK_BYTES;           // fp32 a_scale [TN] of the stage
-  static constexpr int OFF_PLAIN = OFF_SA + TN * 4;  // uint32 [4 warps]: a row of the warp did not fold
+  static constexpr int OFF_MODES = OFF_SA + TN * 4;  // uint32 [4 warps]: the fold modes of the warp's rows, OR-ed
   static constexpr int BUF_BYTES = TOK_BYTES + 1024;  // keeps every buffer's atoms 1024-aligned
   static constexpr int OFF_JOIN = SPLIT * 2 * BUF_BYTES;  // fp32 [SPLIT - 1][TN / 2][128]
   static constexpr int OFF_ZERO = OFF_JOIN + (SPLIT - 1) * (TN / 2) * 128 * 4;  // zero_rows_async's zeros
@@ -137,17 +137,18 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
           }
           if (cs == 0) st_shared4(buf + S::OFF_SA + r * 4, __float_as_uint(sa[i]));
         }
-        // a row that did not fold makes the warpgroup multiply the stage by sub-blocks
-        const bool plain_rows = ((f0.mode | f1.mode) & MODE_PER_SUBBLOCK) != 0u;
-        const uint32_t warp_plain = __any_sync(0xffffffffu, plain_rows) ? 1u : 0u;
-        if (lane == 0) st_shared4(buf + S::OFF_PLAIN + warp * 4, warp_plain);
+        // the warp's fold modes, OR-ed: a row that did not fold makes the warpgroup multiply the
+        // stage by sub-blocks; where every row folded whole, the promotion is by a_scale alone
+        const uint32_t warp_modes = __reduce_or_sync(0xffffffffu, f0.mode | f1.mode);
+        if (lane == 0) st_shared4(buf + S::OFF_MODES + warp * 4, warp_modes);
         STAGE_TRACE(trace_row, 2, lt == 0);  // tokens stored, vote written
         // generic-proxy stores, read next by the tensor cores (async proxy); the warpgroup's
         // named barrier (the other buffer is still read by the stage before)
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-        const uint4 plain4 = ld_shared16(buf + S::OFF_PLAIN);
-        const bool plain = (plain4.x | plain4.y | plain4.z | plain4.w) != 0u;
+        const uint4 modes4 = ld_shared16(buf + S::OFF_MODES);
+        const uint32_t stage_modes = modes4.x | modes4.y | modes4.z | modes4.w;
+        const bool plain = (stage_modes & MODE_PER_SUBBLOCK) != 0u;
         STAGE_TRACE(trace_row, 3, lt == 0);  // fenced, the warpgroup met
 
         // weights -> the MMA's register operand: step j = 2 s + h of row r is byte 2 h (columns
@@ -193,8 +194,18 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
           wgmma_wait<0>();
           STAGE_TRACE(trace_row, 5, lt == 0);  // MMA done
           keep_f(blk);
-          // the promotion factor of a whole or relative fold is the same for all four sub-blocks
-          promote_t(__uint_as_float(f0.promote_bits[0]), __uint_as_float(f1.promote_bits[0]));
+          if (stage_modes == 0u) {  // all whole: acc += blk * a_scale[col]
+#pragma unroll
+            for (int cb = 0; cb < NACC / 4; ++cb) {
+              const float2 s2 = ld_shared_f2(buf + S::OFF_SA + (8 * cb + 2 * t) * 4);
+              acc[4 * cb + 0] = fmaf(blk[4 * cb + 0], s2.x, acc[4 * cb + 0]);
+              acc[4 * cb + 1] = fmaf(blk[4 * cb + 1], s2.y, acc[4 * cb + 1]);
+              acc[4 * cb + 2] = fmaf(blk[4 * cb + 2], s2.x, acc[4 * cb + 2]);
+              acc[4 * cb + 3] = fmaf(blk[4 * cb + 3], s2.y, acc[4 * cb + 3]);
+            }
+          } else {  // the promotion factor of a relative fold is the same for all four sub-blocks
+            promote_t(__uint_as_float(f0.promote_bits[0]), __uint_as_float(f1.promote_bits[0]));
+          }
         } else {
 #pragma unroll
           for (int sub = 0; sub < 4; ++sub) {
