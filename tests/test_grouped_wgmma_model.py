@@ -7,7 +7,8 @@ block's scales into fp16 in one of three modes (whole: B' carries the scales, pr
 only; relative: B' carries 2^(e_j - max e), promote per column by a_scale * ref; plain: B' is the
 codes, promote each 32-K sub-block by its actual scale) and writes B into 128-byte-swizzled shared
 memory. This ports those pieces bit for bit (tables and constants read from the .cu file) and
-checks: the decode on every byte, each mode's fold against the definition's dequantisation, that
+checks: the decode on every byte, each mode's fold against the definition's dequantisation, the
+whole fold's short path against the full fold on every edge of the scales' bits, that
 the raw ring's copies and decode reads meet at the same chunks without bank conflicts, that the
 producer's stores land where the MMA's descriptor reads the logical K the consumers' A fragments
 hold, and whole stages of one warp, in each promotion path, against the definition's sum; and, for
@@ -94,6 +95,42 @@ assert "f.mode = whole ? 0u : relative ? MODE_PER_COLUMN : MODE_PER_COLUMN | MOD
 
 def f32(bits: int) -> float:
     return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
+
+
+# fold_row's own path for rows whose four scales all fold whole (quantized weights): one OR, a
+# min and a max of the bits, and the scales themselves converted to fp16; every other row takes
+# the modes above (fold_row_modes). whole_factor2 is the one-scale test of the register-weights and
+# prepared forms. The lines the port follows:
+assert "((sc.x | sc.y | sc.z | sc.w) & 0x807fffffu) == 0u && lo >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&" in SRC
+assert "hi <= (static_cast<uint32_t>(WHOLE_E_MAX) << 23);" in SRC
+assert "if (!folds_whole(sc)) return fold_row_modes(sc);" in SRC
+assert 'asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(x));' in SRC
+assert "ok = (bits & 0x807fffffu) == 0u && bits >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&" in SRC
+assert "return f16x2_dup(ok ? __uint_as_float(bits) : 1.0f);" in SRC
+
+
+def f16x2_dup(bits: int) -> int:
+    """cvt.rn.f16x2.f32 of one fp32 value (bits) into both halves (numpy rounds to nearest even)."""
+    h = f2h(f32(bits))
+    return h | (h << 16)
+
+
+def folds_whole(bits) -> bool:
+    return ((bits[0] | bits[1] | bits[2] | bits[3]) & 0x807FFFFF) == 0 and min(bits) >= WHOLE_E_MIN << 23 \
+        and max(bits) <= WHOLE_E_MAX << 23
+
+
+def fold_row_kernel(bits):
+    """fold_row as the kernel runs it: the whole path where folds_whole, else fold_row_modes (the
+    port above)."""
+    if folds_whole(bits):
+        return WHOLE, [f16x2_dup(b) for b in bits], [0x3F800000] * 4
+    return fold_row(bits)
+
+
+def whole_factor2(bits: int):
+    ok = (bits & 0x807FFFFF) == 0 and WHOLE_E_MIN << 23 <= bits <= WHOLE_E_MAX << 23
+    return ok, f16x2_dup(bits if ok else 0x3F800000)
 
 
 def p2(e: int) -> int:  # fp32 bits of 2^e
@@ -191,6 +228,45 @@ def test_fold_is_the_dequantisation(case):
             assert h2f(fac) == f32(bits[s]) and promote_bits[s] == 0x3F800000
     if mode != PLAIN:  # one promote factor for the row: the per-column path reads sub-block 0's
         assert len(set(promote_bits)) == 1
+
+
+def edge_scale_bits():
+    """fp32 bits around every edge the folds test: each exponent field with sign and mantissa
+    bits clear or set, zero, subnormals, inf and NaN."""
+    for e in range(256):
+        for extra in (0, 1, 0x400000, 0x7FFFFF, 0x80000000, 0x80000001):
+            yield (e << 23) | extra
+
+
+def test_whole_path_is_the_modes_fold_where_it_applies():
+    """The kernel's fold (whole path, else fold_row_modes) gives every row the mode, decode factors
+    and promote factors fold_row_modes alone gives it: on the listed scale sets, on every edge bit
+    pattern in each position beside whole scales, and on random rows mixing them."""
+    rows = [bits for bits, _ in scale_sets()]
+    edges = list(edge_scale_bits())
+    for b in edges:
+        for pos in range(4):
+            row = [p2(-3), p2(0), p2(-20), p2(13)]
+            row[pos] = b
+            rows.append(row)
+    gen = np.random.default_rng(1)
+    pool = edges + [p2(e) for e in range(-23, 14)] * 60 + [p2(e) for e in range(-30, 20)] * 4
+    rows += [[pool[i] for i in gen.integers(0, len(pool), 4)] for _ in range(20000)]
+    whole_rows = 0
+    for row in rows:
+        assert fold_row_kernel(row) == fold_row(row), [hex(b) for b in row]
+        whole_rows += folds_whole(row)
+    assert whole_rows > 1000  # the fast path is exercised, not only the fallback
+
+
+def test_whole_factor2_is_the_whole_folds_factor():
+    """whole_factor2 accepts a scale exactly where a row of four such scales folds whole, and its
+    factor is that fold's (1.0 where it does not fold)."""
+    for b in edge_scale_bits():
+        ok, fac = whole_factor2(b)
+        mode, factor2, _ = fold_row([b] * 4)
+        assert ok == (mode == WHOLE), hex(b)
+        assert fac == (factor2[0] if ok else 0x3C003C00), hex(b)
 
 
 @pytest.mark.parametrize("bn", BNS)
