@@ -14,7 +14,9 @@ tools/k_sweep_wgmma.py --tiles 256x128):
   P  the first pass's work (gate words 0)  G  the GEMM (it returns at once)
   E  the epilogue's stores of c
   python3 tools/make_ablations.py regw base R D DR DRNWP DRNWPE P G
-  python3 tools/time_wgmma_variants.py variants/regw_*/grouped_wgmma.cu --tiles 256x128 --no-check"""
+  python3 tools/time_wgmma_variants.py variants/regw_*/grouped_wgmma.cu --tiles 256x128 --no-check
+form swapped, the tokens-as-N form on wgmma (variants/swn_*, for --tiles 32x64):
+  Z  the zeros of the rows past masked_m     D  the weights' decode (raw code words multiplied)"""
 
 import argparse
 from pathlib import Path
@@ -48,8 +50,8 @@ REGW = {
            "    if (!ABL_D && kb + 3 < KB) x = load_codes(c0, c1, s0, s1, kb + 3);\n"),
           ("grouped_regw.cuh", "  bad = !decode_block(xa, fa);\n",
            "  bad = !decode_block(xa, fa);\n  if (ABL_D) decode_block(xb, fb);\n")],
-    "N": [("grouped_regw.cuh", "      mbar_wait(bars + s, ph);\n      const uint64_t off = static_cast<uint64_t>((s * SLOT) >> 4);",
-           "      if (!ABL_N) mbar_wait(bars + s, ph);\n      const uint64_t off = static_cast<uint64_t>((s * SLOT) >> 4);")],
+    "N": [("grouped_regw.cuh", "      mbar_wait(bars + s, ph);\n      STAGE_TRACE(kb, 1, tid == 128 && st == 0);  // tokens there\n",
+           "      if (!ABL_N) mbar_wait(bars + s, ph);\n      STAGE_TRACE(kb, 1, tid == 128 && st == 0);  // tokens there\n")],
     "W": [("grouped_regw.cuh", "    wgmma_wait<1>();\n    mbar_arrive(bars + STAGES + slot[0]);\n    wgmma_wait<0>();\n",
            "    if (!ABL_W) wgmma_wait<1>();\n    mbar_arrive(bars + STAGES + slot[0]);\n    if (!ABL_W) wgmma_wait<0>();\n"),
           ("grouped_regw.cuh", "  if (bad) atomicOr(&s_bad, 1);\n", "  wgmma_wait<0>();\n  if (bad) atomicOr(&s_bad, 1);\n")],
@@ -59,7 +61,14 @@ REGW = {
     "E": [("grouped_regw.cuh", "    *reinterpret_cast<uint4*>(cg + static_cast<size_t>(tok) * n + 8 * ch) = v;\n",
            "    if (!ABL_E) *reinterpret_cast<uint4*>(cg + static_cast<size_t>(tok) * n + 8 * ch) = v;\n")],
 }
-FORMS = {"producer": ("abl", PRODUCER), "regw": ("regw", REGW)}
+SWAPPED = {
+    "Z": [("grouped_tokens_as_n.cuh", "    zero_rows_async(c, rows_of, groups, max_m, n,",
+           "    if (!ABL_Z) zero_rows_async(c, rows_of, groups, max_m, n,")],
+    "D": [("grouped_tokens_as_n.cuh", "          e2m1x8_to_f16x2x4(w[0][s], d0);\n          e2m1x8_to_f16x2x4(w[1][s], d1);\n",
+           "          e2m1x8_to_f16x2x4(w[0][s], d0);\n          e2m1x8_to_f16x2x4(w[1][s], d1);\n"
+           "          if (ABL_D) { for (int b = 0; b < 4; ++b) { d0[b] = w[0][s]; d1[b] = w[1][s]; } }\n")],
+}
+FORMS = {"producer": ("abl", PRODUCER), "regw": ("regw", REGW), "swapped": ("swn", SWAPPED)}
 
 
 def edited(parts):
