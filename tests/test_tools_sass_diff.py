@@ -42,6 +42,16 @@ def test_loops_of_the_named_kernel_only():
     assert rows[1] == (0x30, 0x80, 6, {"HGMMA": 4, "LDS": 1})
 
 
+def test_blocks_split_where_branches_land_and_after_them():
+    """The loop's blocks add up to the loop; the spin's target starts a block, and a predicated
+    branch ends one with its predicate shown."""
+    lines, labels = sass_diff.kernel_lines(fake_sass(4), "regw_gemm")
+    found = sass_diff.blocks(lines, labels, 0x00, 0x90)
+    assert [(first, n) for first, n, _ in found] == [(0x00, 1), (0x10, 2), (0x30, 6), (0x90, 1)]
+    assert found[1][2].startswith("@!P0 BRA") and found[2][2].startswith("@P1 BRA") and found[3][2] == "EXIT"
+    assert sass_diff.innermost_longest(sass_diff.summary(lines, labels, [])[1]) == (0x30, 0x80)
+
+
 def fake_ptxas_log(serialised: bool) -> str:
     """ptxas -v's lines for `other`, then for `regw_gemm` (a C7519 note twice, C7514 if serialised)."""
     notes = ["ptxas info    : (C7519) warpgroup.arrive is injected in around line 12 by compiler to allow use of "

@@ -53,8 +53,8 @@ def ptxas_notes(log: str, kernel: str) -> dict:
 
 
 def kernel_lines(sass: str, kernel: str):
-    """(address, opcode, operands) of the first function whose name holds `kernel`, and its labels'
-    addresses."""
+    """(address, opcode, operands, predicate or "") of the first function whose name holds
+    `kernel`, and its labels' addresses."""
     out, labels, inside = [], {}, False
     pending = []
     for line in sass.splitlines():
@@ -75,7 +75,7 @@ def kernel_lines(sass: str, kernel: str):
             for name in pending:
                 labels[name] = addr
             pending = []
-            out.append((addr, m.group(3), m.group(4)))
+            out.append((addr, m.group(3), m.group(4), (m.group(2) or "").strip()))
     if not out:
         raise SystemExit(f"no function holding {kernel!r} in the SASS")
     return out, labels
@@ -84,26 +84,63 @@ def kernel_lines(sass: str, kernel: str):
 def loops(lines, labels):
     """[(start, end)] of every backward branch: end its address, start its target's."""
     found = []
-    for addr, op, rest in lines:
-        if not op.startswith("BRA"):
-            continue
-        m = re.search(r"\(?(\.L_x_\d+)\)?", rest) or re.search(r"0x([0-9a-f]+)", rest)
-        if not m:
-            continue
-        target = labels.get(m.group(1)) if m.group(1).startswith(".L") else int(m.group(1), 16)
+    for addr, op, rest, _ in lines:
+        target = branch_target(op, rest, labels)
         if target is not None and target <= addr:
             found.append((target, addr))
     return sorted(found)
 
 
+def branch_target(op, rest, labels):
+    """A branch's target address, or None (not a branch, or an indirect one)."""
+    if not op.startswith("BRA"):
+        return None
+    m = re.search(r"\(?(\.L_x_\d+)\)?", rest) or re.search(r"0x([0-9a-f]+)", rest)
+    if not m:
+        return None
+    return labels.get(m.group(1)) if m.group(1).startswith(".L") else int(m.group(1), 16)
+
+
+def blocks(lines, labels, start, end):
+    """The basic blocks of [start, end]: [(first address, instructions, its last opcode and
+    operands)], split where a branch lands and after each branch or exit, so that the
+    instructions on one path through a loop add up from the blocks it takes."""
+    targets = {t for _, op, rest, _ in lines if (t := branch_target(op, rest, labels)) is not None}
+    out, first, count = [], None, 0
+    for addr, op, rest, pred in lines:
+        if not start <= addr <= end:
+            continue
+        if addr in targets and count:
+            out.append((first, count, last))
+            count = 0
+        if not count:
+            first = addr
+        count, last = count + 1, f"{pred} {op}{rest}".strip()
+        if op.startswith(("BRA", "EXIT")):
+            out.append((first, count, last))
+            count = 0
+    if count:
+        out.append((first, count, last))
+    return out
+
+
 def summary(lines, labels, watch):
-    ops = collections.Counter(op.split(".")[0] for _, op, _ in lines)
+    ops = collections.Counter(op.split(".")[0] for _, op, _, _ in lines)
     rows = []
     for start, end in loops(lines, labels):
-        body = [op.split(".")[0] for a, op, _ in lines if start <= a <= end]
+        body = [op.split(".")[0] for a, op, _, _ in lines if start <= a <= end]
         counts = collections.Counter(body)
         rows.append((start, end, len(body), {w: counts[w] for w in watch if counts[w]}))
     return ops, rows
+
+
+def innermost_longest(rows):
+    """(start, end) of the longest loop that holds no other loop of half its length or more: a
+    kernel's K loop rather than the tile loop around it."""
+    def holds_long_loop(r):
+        return any(o is not r and r[0] <= o[0] and o[1] <= r[1] and 2 * o[2] >= r[2] for o in rows)
+    start, end, _, _ = max((r for r in rows if not holds_long_loop(r)), key=lambda r: r[2])
+    return start, end
 
 
 def main():
@@ -114,19 +151,32 @@ def main():
                     help="opcodes counted in each loop")
     ap.add_argument("--min-loop", type=int, default=40,
                     help="loops shorter than this many instructions (barrier spins) are not listed")
+    ap.add_argument("--blocks", action="store_true",
+                    help="also list the basic blocks of each build's innermost longest loop, to add up "
+                         "the instructions of the path a stage takes")
     args = ap.parse_args()
     watch = args.watch.split(",")
     per, ptxas = {}, {}
+    listed = {}
     for cu in args.sources:
         sass, log = sass_of(cu)
-        per[cu] = summary(*kernel_lines(sass, args.kernel), watch)
+        lines, labels = kernel_lines(sass, args.kernel)
+        per[cu] = summary(lines, labels, watch)
         ptxas[cu] = ptxas_notes(log, args.kernel)
+        if args.blocks and per[cu][1]:
+            start, end = innermost_longest(per[cu][1])
+            listed[cu] = (start, end, blocks(lines, labels, start, end))
     names = [str(cu.parent.name or cu) for cu in args.sources]
     for cu, name in zip(args.sources, names):
         print(f"{name}: loops of {args.min_loop}+ instructions (start-end, instructions, watched opcodes)")
         for start, end, n, counts in per[cu][1]:
             if n >= args.min_loop:
                 print(f"  {start:#07x}-{end:#07x} {n:5d} {counts}")
+        if cu in listed:
+            start, end, found = listed[cu]
+            print(f"  basic blocks of {start:#07x}-{end:#07x} (first address, instructions, last instruction):")
+            for first, count, last in found:
+                print(f"    {first:#07x} {count:5d}  {last[:70]}")
         print()
     # last, so that the tail of a long log holds them: ptxas's notes, the opcodes whose counts differ
     keys = sorted(set().union(*ptxas.values()), key=lambda x: (x.startswith("C"), x))
