@@ -30,7 +30,7 @@ STEPS = (("fold + slot wait", 0, 1), ("barrier", 1, 2), ("copies", 2, 8), ("deco
          ("flags + fence", 9, 3), ("fenced -> B there", 3, 5), ("consumer waits for B", 4, 5),
          ("MMA", 5, 6), ("promotion", 6, 7))
 SW_EVENTS = ("start", "folded, loads issued", "tokens stored", "met", "decoded", "MMA done", "promoted")
-SW_STEPS = (("fold + next loads", 0, 1), ("token stores + vote", 1, 2), ("fence + barrier", 2, 3),
+SW_STEPS = (("fold + next loads", 0, 1), ("token stores + fold modes", 1, 2), ("fence + barrier", 2, 3),
             ("weight decode", 3, 4), ("MMA", 4, 5), ("promotion", 5, 6), ("stage", 0, 6))
 RW_EVENTS = ("waits for tokens", "tokens there", "MMAs issued", "next decoded", "MMAs done", "rescaled")
 RW_STEPS = (("token wait", 0, 1), ("MMA issue", 1, 2), ("decode + next loads", 2, 3), ("MMA wait", 3, 4),

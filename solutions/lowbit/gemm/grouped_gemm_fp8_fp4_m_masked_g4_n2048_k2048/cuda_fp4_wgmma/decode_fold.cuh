@@ -77,7 +77,7 @@ __device__ __forceinline__ bool folds_whole(const uint4& sc) {
          hi <= (static_cast<uint32_t>(WHOLE_E_MAX) << 23);
 }
 
-// The relative and plain modes (and the whole one, as fold_row takes it in a few instructions)
+// Every mode from a row's four scales (fold_row tries the whole one on a shorter path first)
 __device__ __forceinline__ Fold fold_row_modes(const uint4& sc) {
   const uint32_t bits[4] = {sc.x, sc.y, sc.z, sc.w};
   bool pow2 = true;

@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
         // stage by sub-blocks; where every row folded whole, the promotion is by a_scale alone
         const uint32_t warp_modes = __reduce_or_sync(0xffffffffu, f0.mode | f1.mode);
         if (lane == 0) st_shared4(buf + S::OFF_MODES + warp * 4, warp_modes);
-        STAGE_TRACE(trace_row, 2, lt == 0);  // tokens stored, vote written
+        STAGE_TRACE(trace_row, 2, lt == 0);  // tokens stored, modes written
         // generic-proxy stores, read next by the tensor cores (async proxy); the warpgroup's
         // named barrier (the other buffer is still read by the stage before)
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
