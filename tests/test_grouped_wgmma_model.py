@@ -8,7 +8,8 @@ only; relative: B' carries 2^(e_j - max e), promote per column by a_scale * ref;
 codes, promote each 32-K sub-block by its actual scale) and writes B into 128-byte-swizzled shared
 memory. This ports those pieces bit for bit (tables and constants read from the .cu file) and
 checks: the decode on every byte, each mode's fold against the definition's dequantisation, the
-whole fold's short path against the full fold on every edge of the scales' bits, that
+kernel's fold (the whole fold's short path, else the other modes) against the modes' definition
+on every edge of the scales' bits, that
 the raw ring's copies and decode reads meet at the same chunks without bank conflicts, that the
 producer's stores land where the MMA's descriptor reads the logical K the consumers' A fragments
 hold, and whole stages of one warp, in each promotion path, against the definition's sum; and, for
@@ -67,11 +68,10 @@ def f16_pow2(d: int) -> int:
     return ((d + 15) << 10) if d >= -14 else (1 << max(d + 24, 0))
 
 
-def fold_row(bits):
-    """(mode, f16x2 decode factor per sub-block, fp32 bits of the promote factor per sub-block) as
-    fold_row computes them from a row's four scale bits (the thread that folds a row hands
-    sub-block j's decode factor to the warp that decodes it and writes the promote factors for
-    the consumers)."""
+def fold_modes(bits):
+    """The three fold modes as defined (module docstring): (mode, f16x2 decode factor per
+    sub-block, fp32 bits of the promote factor per sub-block) of a row's four scale bits. The
+    kernel's fold_row (ported below) must give every row exactly this."""
     es = [(b >> 23) & 0xFF for b in bits]
     pow2 = all((b & 0x807FFFFF) == 0 and 1 <= e <= 252 for b, e in zip(bits, es))  # positive, normal
     whole = pow2 and min(es) >= WHOLE_E_MIN and max(es) <= WHOLE_E_MAX
@@ -86,27 +86,26 @@ def fold_row(bits):
     return mode, factor2, promote_bits
 
 
-# the lines the port follows
-assert "const int e_ref = whole ? 127 : e_max;" in SRC
-assert "f.factor2[j] = whole || relative ? (h | (h << 16)) : 0x3c003c00u;" in SRC
-assert "f.promote_bits[j] = whole ? 0x3f800000u : relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];" in SRC
-assert "f.mode = whole ? 0u : relative ? MODE_PER_COLUMN : MODE_PER_COLUMN | MODE_PER_SUBBLOCK;" in SRC
-
-
 def f32(bits: int) -> float:
     return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
 
 
-# fold_row's own path for rows whose four scales all fold whole (quantized weights): one OR, a
-# min and a max of the bits, and the scales themselves converted to fp16; every other row takes
-# the modes above (fold_row_modes). whole_factor2 is the one-scale test of the register-weights and
-# prepared forms. The lines the port follows:
-assert "((sc.x | sc.y | sc.z | sc.w) & 0x807fffffu) == 0u && lo >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&" in SRC
+# The kernel's fold, ported: rows whose four scales all fold whole (quantized weights) take a short
+# path (one OR, a min and a max of the bits, the scales themselves converted to fp16); every other
+# row takes fold_row_modes (relative or plain). whole_factor2 is the one-scale test of the
+# register-weights and prepared forms. The lines the port follows:
+assert "return (ored & 0x807fffffu) == 0u && lo >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&" in SRC
 assert "hi <= (static_cast<uint32_t>(WHOLE_E_MAX) << 23);" in SRC
+assert "return whole_bits(sc.x | sc.y | sc.z | sc.w, min(min(sc.x, sc.y), min(sc.z, sc.w))," in SRC
+assert "ok = whole_bits(bits, bits, bits);" in SRC
 assert "if (!folds_whole(sc)) return fold_row_modes(sc);" in SRC
 assert 'asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(x));' in SRC
-assert "ok = (bits & 0x807fffffu) == 0u && bits >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&" in SRC
 assert "return f16x2_dup(ok ? __uint_as_float(bits) : 1.0f);" in SRC
+assert "const bool relative = pow2 && e_max - e_min <= MAX_SPREAD;" in SRC
+assert "f.mode = relative ? MODE_PER_COLUMN : MODE_PER_COLUMN | MODE_PER_SUBBLOCK;" in SRC
+assert "const uint32_t h = f16_pow2(static_cast<int>((bits[j] >> 23) & 0xffu) - e_max);" in SRC
+assert "f.factor2[j] = relative ? (h | (h << 16)) : 0x3c003c00u;" in SRC
+assert "f.promote_bits[j] = relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];" in SRC
 
 
 def f16x2_dup(bits: int) -> int:
@@ -115,22 +114,37 @@ def f16x2_dup(bits: int) -> int:
     return h | (h << 16)
 
 
+def whole_bits(ored: int, lo: int, hi: int) -> bool:
+    return (ored & 0x807FFFFF) == 0 and lo >= WHOLE_E_MIN << 23 and hi <= WHOLE_E_MAX << 23
+
+
 def folds_whole(bits) -> bool:
-    return ((bits[0] | bits[1] | bits[2] | bits[3]) & 0x807FFFFF) == 0 and min(bits) >= WHOLE_E_MIN << 23 \
-        and max(bits) <= WHOLE_E_MAX << 23
-
-
-def fold_row_kernel(bits):
-    """fold_row as the kernel runs it: the whole path where folds_whole, else fold_row_modes (the
-    port above)."""
-    if folds_whole(bits):
-        return WHOLE, [f16x2_dup(b) for b in bits], [0x3F800000] * 4
-    return fold_row(bits)
+    return whole_bits(bits[0] | bits[1] | bits[2] | bits[3], min(bits), max(bits))
 
 
 def whole_factor2(bits: int):
-    ok = (bits & 0x807FFFFF) == 0 and WHOLE_E_MIN << 23 <= bits <= WHOLE_E_MAX << 23
+    ok = whole_bits(bits, bits, bits)
     return ok, f16x2_dup(bits if ok else 0x3F800000)
+
+
+def fold_row_modes(bits):
+    """A row whose scales do not all fold whole: relative or plain."""
+    es = [(b >> 23) & 0xFF for b in bits]
+    pow2 = all((b & 0x807FFFFF) == 0 and 1 <= e <= 252 for b, e in zip(bits, es))
+    relative = pow2 and max(es) - min(es) <= MAX_SPREAD
+    factor2 = [f16_pow2(e - max(es)) * 0x10001 if relative else 0x3C003C00 for e in es]
+    promote_bits = [max(es) << 23 if relative else b for b in bits]
+    return RELATIVE if relative else PLAIN, factor2, promote_bits
+
+
+def fold_row(bits):
+    """(mode, f16x2 decode factor per sub-block, fp32 bits of the promote factor per sub-block) as
+    the kernel's fold_row computes them from a row's four scale bits (the thread that folds a row
+    hands sub-block j's decode factor to the warp that decodes it and writes the promote factors
+    for the consumers)."""
+    if folds_whole(bits):
+        return WHOLE, [f16x2_dup(b) for b in bits], [0x3F800000] * 4
+    return fold_row_modes(bits)
 
 
 def p2(e: int) -> int:  # fp32 bits of 2^e
@@ -238,10 +252,10 @@ def edge_scale_bits():
             yield (e << 23) | extra
 
 
-def test_whole_path_is_the_modes_fold_where_it_applies():
-    """The kernel's fold (whole path, else fold_row_modes) gives every row the mode, decode factors
-    and promote factors fold_row_modes alone gives it: on the listed scale sets, on every edge bit
-    pattern in each position beside whole scales, and on random rows mixing them."""
+def test_kernel_fold_is_the_modes_definition():
+    """The kernel's fold (the whole path, else fold_row_modes) gives every row the mode, decode
+    factors and promote factors the modes' definition gives it: on the listed scale sets, on every
+    edge bit pattern in each position beside whole scales, and on random rows mixing them."""
     rows = [bits for bits, _ in scale_sets()]
     edges = list(edge_scale_bits())
     for b in edges:
@@ -254,7 +268,7 @@ def test_whole_path_is_the_modes_fold_where_it_applies():
     rows += [[pool[i] for i in gen.integers(0, len(pool), 4)] for _ in range(20000)]
     whole_rows = 0
     for row in rows:
-        assert fold_row_kernel(row) == fold_row(row), [hex(b) for b in row]
+        assert fold_row(row) == fold_modes(row), [hex(b) for b in row]
         whole_rows += folds_whole(row)
     assert whole_rows > 1000  # the fast path is exercised, not only the fallback
 
@@ -264,7 +278,7 @@ def test_whole_factor2_is_the_whole_folds_factor():
     factor is that fold's (1.0 where it does not fold)."""
     for b in edge_scale_bits():
         ok, fac = whole_factor2(b)
-        mode, factor2, _ = fold_row([b] * 4)
+        mode, factor2, _ = fold_modes([b] * 4)
         assert ok == (mode == WHOLE), hex(b)
         assert fac == (factor2[0] if ok else 0x3C003C00), hex(b)
 

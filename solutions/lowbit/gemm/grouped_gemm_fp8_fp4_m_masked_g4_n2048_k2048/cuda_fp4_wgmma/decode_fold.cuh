@@ -57,27 +57,31 @@ __device__ __forceinline__ uint32_t f16x2_dup(float x) {
   return r;
 }
 
-// One per-32 scale (fp32 bits) on the whole fold, as fold_row's whole mode takes a row's four:
-// ok where it is a positive power of two in [2^-23, 2^13] (its bits e << 23, e in [WHOLE_E_MIN,
-// WHOLE_E_MAX]); the f16x2 of the scale, or of 1.0 where it is not (the prepared and
-// register-weights forms' decode then uses the bare codes, and the gate leaves the call to the
-// exact fallback).
-__device__ __forceinline__ uint32_t whole_factor2(uint32_t bits, bool& ok) {
-  ok = (bits & 0x807fffffu) == 0u && bits >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&
-       bits <= (static_cast<uint32_t>(WHOLE_E_MAX) << 23);
-  return f16x2_dup(ok ? __uint_as_float(bits) : 1.0f);
-}
-
-// A row's four scales all take the whole fold: positive powers of two with exponents in
-// [WHOLE_E_MIN, WHOLE_E_MAX], i.e. each scale's bits are e << 23 with e in that range (the OR
-// rules out sign and mantissa bits, after which the bits order as the exponents).
-__device__ __forceinline__ bool folds_whole(const uint4& sc) {
-  const uint32_t lo = min(min(sc.x, sc.y), min(sc.z, sc.w)), hi = max(max(sc.x, sc.y), max(sc.z, sc.w));
-  return ((sc.x | sc.y | sc.z | sc.w) & 0x807fffffu) == 0u && lo >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&
+// Scale bits the whole fold takes, given their OR and their least and greatest: positive powers
+// of two in [2^-23, 2^13] (sign and mantissa clear, after which the bits e << 23 order as the
+// exponents e, in [WHOLE_E_MIN, WHOLE_E_MAX]).
+__device__ __forceinline__ bool whole_bits(uint32_t ored, uint32_t lo, uint32_t hi) {
+  return (ored & 0x807fffffu) == 0u && lo >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&
          hi <= (static_cast<uint32_t>(WHOLE_E_MAX) << 23);
 }
 
-// Every mode from a row's four scales (fold_row tries the whole one on a shorter path first)
+// One per-32 scale (fp32 bits) on the whole fold, as fold_row's whole mode takes a row's four:
+// ok where whole_bits takes it; the f16x2 of the scale, or of 1.0 where it is not (the prepared
+// and register-weights forms' decode then uses the bare codes, and the gate leaves the call to
+// the exact fallback).
+__device__ __forceinline__ uint32_t whole_factor2(uint32_t bits, bool& ok) {
+  ok = whole_bits(bits, bits, bits);
+  return f16x2_dup(ok ? __uint_as_float(bits) : 1.0f);
+}
+
+// A row's four scales all take the whole fold.
+__device__ __forceinline__ bool folds_whole(const uint4& sc) {
+  return whole_bits(sc.x | sc.y | sc.z | sc.w, min(min(sc.x, sc.y), min(sc.z, sc.w)),
+                    max(max(sc.x, sc.y), max(sc.z, sc.w)));
+}
+
+// A row whose scales do not all fold whole: relative where they are positive normal powers of two
+// within MAX_SPREAD binades (factors 2^(e_j - max e), promoted by 2^(max e - 127)), else plain
 __device__ __forceinline__ Fold fold_row_modes(const uint4& sc) {
   const uint32_t bits[4] = {sc.x, sc.y, sc.z, sc.w};
   bool pow2 = true;
@@ -89,16 +93,14 @@ __device__ __forceinline__ Fold fold_row_modes(const uint4& sc) {
     e_max = max(e_max, e);
     e_min = min(e_min, e);
   }
-  const bool whole = pow2 && e_min >= WHOLE_E_MIN && e_max <= WHOLE_E_MAX;
   const bool relative = pow2 && e_max - e_min <= MAX_SPREAD;
   Fold f;
-  f.mode = whole ? 0u : relative ? MODE_PER_COLUMN : MODE_PER_COLUMN | MODE_PER_SUBBLOCK;
-  const int e_ref = whole ? 127 : e_max;
+  f.mode = relative ? MODE_PER_COLUMN : MODE_PER_COLUMN | MODE_PER_SUBBLOCK;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const uint32_t h = f16_pow2(static_cast<int>((bits[j] >> 23) & 0xffu) - e_ref);  // -23 .. 13 when folded
-    f.factor2[j] = whole || relative ? (h | (h << 16)) : 0x3c003c00u;
-    f.promote_bits[j] = whole ? 0x3f800000u : relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];
+    const uint32_t h = f16_pow2(static_cast<int>((bits[j] >> 23) & 0xffu) - e_max);  // -23 .. 0 when relative
+    f.factor2[j] = relative ? (h | (h << 16)) : 0x3c003c00u;
+    f.promote_bits[j] = relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];
   }
   return f;
 }

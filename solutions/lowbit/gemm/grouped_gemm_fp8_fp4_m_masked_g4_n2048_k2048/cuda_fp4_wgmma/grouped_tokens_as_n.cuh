@@ -187,14 +187,19 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
         STAGE_TRACE(trace_row, 4, lt == 0);  // fragments decoded
         // acc += blk * (a_scale[col] * factor[row]): accumulators 4 c + 0, 1 at row g, 4 c + 2, 3 at
         // row g + 8, token columns 8 c + 2 t, + 1
-        auto promote_t = [&](float p0, float p1) {
+        // (all_whole a std::bool_constant: where every row folded whole, a_scale alone, no multiply)
+        auto promote_t = [&](auto all_whole, float p0, float p1) {
 #pragma unroll
           for (int cb = 0; cb < NACC / 4; ++cb) {
             const float2 s2 = ld_shared_f2(buf + S::OFF_SA + (8 * cb + 2 * t) * 4);
-            acc[4 * cb + 0] = fmaf(blk[4 * cb + 0], s2.x * p0, acc[4 * cb + 0]);
-            acc[4 * cb + 1] = fmaf(blk[4 * cb + 1], s2.y * p0, acc[4 * cb + 1]);
-            acc[4 * cb + 2] = fmaf(blk[4 * cb + 2], s2.x * p1, acc[4 * cb + 2]);
-            acc[4 * cb + 3] = fmaf(blk[4 * cb + 3], s2.y * p1, acc[4 * cb + 3]);
+            float x0 = s2.x, y0 = s2.y, x1 = s2.x, y1 = s2.y;
+            if constexpr (!decltype(all_whole)::value) {
+              x0 *= p0, y0 *= p0, x1 *= p1, y1 *= p1;
+            }
+            acc[4 * cb + 0] = fmaf(blk[4 * cb + 0], x0, acc[4 * cb + 0]);
+            acc[4 * cb + 1] = fmaf(blk[4 * cb + 1], y0, acc[4 * cb + 1]);
+            acc[4 * cb + 2] = fmaf(blk[4 * cb + 2], x1, acc[4 * cb + 2]);
+            acc[4 * cb + 3] = fmaf(blk[4 * cb + 3], y1, acc[4 * cb + 3]);
           }
         };
         if (!plain) {
@@ -205,18 +210,10 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
           wgmma_wait<0>();
           STAGE_TRACE(trace_row, 5, lt == 0);  // MMA done
           keep_f(blk);
-          if (stage_modes == 0u) {  // all whole: acc += blk * a_scale[col]
-#pragma unroll
-            for (int cb = 0; cb < NACC / 4; ++cb) {
-              const float2 s2 = ld_shared_f2(buf + S::OFF_SA + (8 * cb + 2 * t) * 4);
-              acc[4 * cb + 0] = fmaf(blk[4 * cb + 0], s2.x, acc[4 * cb + 0]);
-              acc[4 * cb + 1] = fmaf(blk[4 * cb + 1], s2.y, acc[4 * cb + 1]);
-              acc[4 * cb + 2] = fmaf(blk[4 * cb + 2], s2.x, acc[4 * cb + 2]);
-              acc[4 * cb + 3] = fmaf(blk[4 * cb + 3], s2.y, acc[4 * cb + 3]);
-            }
-          } else {  // the promotion factor of a relative fold is the same for all four sub-blocks
-            promote_t(__uint_as_float(f0.promote_bits[0]), __uint_as_float(f1.promote_bits[0]));
-          }
+          if (stage_modes == 0u)  // all whole: acc += blk * a_scale[col]
+            promote_t(std::true_type{}, 1.0f, 1.0f);
+          else  // the promotion factor of a relative fold is the same for all four sub-blocks
+            promote_t(std::false_type{}, __uint_as_float(f0.promote_bits[0]), __uint_as_float(f1.promote_bits[0]));
         } else {
 #pragma unroll
           for (int sub = 0; sub < 4; ++sub) {
@@ -226,7 +223,7 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
             wgmma_commit();
             wgmma_wait<0>();
             keep_f(blk);
-            promote_t(__uint_as_float(f0.promote_bits[sub]), __uint_as_float(f1.promote_bits[sub]));
+            promote_t(std::false_type{}, __uint_as_float(f0.promote_bits[sub]), __uint_as_float(f1.promote_bits[sub]));
           }
         }
 #pragma unroll

@@ -52,6 +52,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "hopper_ptx.cuh"
 #include "wgmma_dense.cuh"
 
