@@ -48,20 +48,6 @@ __global__ void __launch_bounds__(SY_WARPS * 32, 2)
       wrow[mt][hf] = b_fp4 + r * (k / 2) + 4 * t;
       srow[mt][hf] = b_scale + r * (k / 32);
     }
-  // the warp's first blocks of weights asked into L2 before masked_m is read: they do not depend
-  // on it, so the two reads from DRAM overlap instead of following each other
-  if (t == 0) {
-#pragma unroll
-    for (int i = 0; i < CH; ++i)
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf)
-          if (w * CH + i < KB) {
-            prefetch_l2(wrow[mt][hf] + (w * CH + i) * 64);
-            prefetch_l2(srow[mt][hf] + (w * CH + i) * 4);
-          }
-  }
   const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
   __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
   // the group's CTAs (x, z) share its rows past masked_m
