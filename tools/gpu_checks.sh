@@ -27,8 +27,8 @@ SPARSE="cuda_every_tile or (cuda_sparse_mma_rows and (m257 or m1000)) or (cuda_s
 for step in "$@"; do
     case $step in
         probe) run_step probe 300 python3 tools/probe_grouped_wgmma.py ;;
-        tests) run_step tests 300 python3 -m pytest -q tests/gpu ;;  # solutions for other GPUs skip themselves
-        memcheck) run_step memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
+        tests) run_step tests ${TESTS_LIMIT:-300} python3 -m pytest -q tests/gpu ;;  # solutions for other GPUs skip themselves
+        memcheck) run_step memcheck ${MEMCHECK_LIMIT:-300} compute-sanitizer --tool memcheck --error-exitcode 1 \
                       python3 -m pytest -q tests/gpu -k "$SMALL" ;;
         racecheck) run_step racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
                        python3 -m pytest -q tests/gpu -k "$SMALL" ;;
