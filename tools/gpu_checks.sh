@@ -2,7 +2,7 @@
 # The GPU work the open kernel changes need, as named steps; each writes <step>.log under $OUT
 # (the device tool's folder; ./gpu-logs elsewhere) and prints its exit code and last line.
 #   tools/gpu_checks.sh probe               # about 2 minutes
-#   tools/gpu_checks.sh tests memcheck racecheck
+#   tools/gpu_checks.sh tests memcheck racecheck   # TESTS_LIMIT=, MEMCHECK_LIMIT= seconds (300 each)
 #   tools/gpu_checks.sh variants            # variants/*/grouped_wgmma.cu (tools/export_wgmma_revisions.sh)
 #   tools/gpu_checks.sh sparse-tiles        # the sparse one-pass kernel's tile grid at small m
 #   tools/gpu_checks.sh sparse-memcheck sparse-racecheck   # the sparse CUDA solution, every tile
