@@ -44,17 +44,6 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
   const int KT = k / BK, KB = k / 128;
   const int tiles_n = n / SW_ROWS;
   const int total = groups * tiles_n;
-  // the first tile's first stage of weights (this warpgroup's) asked into L2 before masked_m is
-  // read: they do not depend on it, so the two reads from DRAM overlap instead of following each other
-  if (t == 0 && blockIdx.x < total && wg < KT) {
-    const int grp = blockIdx.x / tiles_n, n0 = (blockIdx.x % tiles_n) * SW_ROWS;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const size_t wrow = static_cast<size_t>(grp) * n + n0 + 16 * warp + 8 * h + g;
-      prefetch_l2(b_fp4 + wrow * (k / 2) + wg * 64);
-      prefetch_l2(b_scale + wrow * (k / 32) + wg * 4);
-    }
-  }
   clear_zeros(base + S::OFF_ZERO, S::ZERO_BYTES, tid, SPLIT * 128);
   __syncthreads();
   if (tid == 0)  // the rows past masked_m, all at once (the compute is short); it waits for them at its end

@@ -86,8 +86,6 @@ __device__ __forceinline__ void bulk_commit_and_wait() {
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // every committed bulk group of this thread complete (before its CTA's shared memory goes)
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-// Asks for the line holding p into L2, without waiting or holding a register
-__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 template <int R>
 __device__ __forceinline__ void setmaxnreg_inc() {
