@@ -16,7 +16,8 @@ tools/k_sweep_wgmma.py --tiles 256x128):
   python3 tools/make_ablations.py regw base R D DR DRNWP DRNWPE P G
   python3 tools/time_wgmma_variants.py variants/regw_*/grouped_wgmma.cu --tiles 256x128 --no-check
 form swapped, the tokens-as-N form on wgmma (variants/swn_*, for --tiles 32x64):
-  Z  the zeros of the rows past masked_m     D  the weights' decode (raw code words multiplied)"""
+  Z  the zeros of the rows past masked_m     D  the weights' decode (raw code words multiplied)
+  F  the stage's proxy fence (generic stores -> wgmma's reads)"""
 
 import argparse
 from pathlib import Path
@@ -67,6 +68,8 @@ SWAPPED = {
     "D": [("grouped_tokens_as_n.cuh", "          e2m1x8_to_f16x2x4(w[0][s], d0);\n          e2m1x8_to_f16x2x4(w[1][s], d1);\n",
            "          e2m1x8_to_f16x2x4(w[0][s], d0);\n          e2m1x8_to_f16x2x4(w[1][s], d1);\n"
            "          if (ABL_D) { for (int b = 0; b < 4; ++b) { d0[b] = w[0][s]; d1[b] = w[1][s]; } }\n")],
+    "F": [("grouped_tokens_as_n.cuh", '        asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");\n',
+           '        if (!ABL_F) asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");\n')],
 }
 FORMS = {"producer": ("abl", PRODUCER), "regw": ("regw", REGW), "swapped": ("swn", SWAPPED)}
 
