@@ -36,6 +36,10 @@ __global__ void __launch_bounds__(SY_WARPS * 32, 2)
   extern __shared__ float sync_join[];  // [SY_WARPS][TOK][STRIDE]
   const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, t = lane & 3;
   const int grp = blockIdx.y, n0 = blockIdx.x * S::ROWS, KB = k / 128;
+  const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
+  __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
+  // the group's CTAs (x, z) share its rows past masked_m
+  zero_rows_from(cg, rows, max_m, n, blockIdx.z * gridDim.x + blockIdx.x, gridDim.x * gridDim.z, SY_WARPS * 32, tid);
   // this thread's weight rows n0 + 16 mt + 8 hf + g: word t of sub-block h of block kb at byte
   // kb 64 + 16 h + 4 t, the block's four scales at kb 4
   const uint8_t* wrow[MT][2];
@@ -48,10 +52,6 @@ __global__ void __launch_bounds__(SY_WARPS * 32, 2)
       wrow[mt][hf] = b_fp4 + r * (k / 2) + 4 * t;
       srow[mt][hf] = b_scale + r * (k / 32);
     }
-  const int rows = clamp_rows(masked_m, masked_m_is_64, grp, max_m);
-  __nv_bfloat16* cg = c + static_cast<size_t>(grp) * max_m * n;
-  // the group's CTAs (x, z) share its rows past masked_m
-  zero_rows_from(cg, rows, max_m, n, blockIdx.z * gridDim.x + blockIdx.x, gridDim.x * gridDim.z, SY_WARPS * 32, tid);
 #pragma unroll 1
   for (int m0 = blockIdx.z * S::TOK; m0 < rows; m0 += gridDim.z * S::TOK) {
     float acc[MT][NT][4];
