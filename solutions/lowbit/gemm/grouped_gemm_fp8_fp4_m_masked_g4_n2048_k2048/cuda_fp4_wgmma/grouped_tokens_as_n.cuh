@@ -41,9 +41,6 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
   const int g = lane >> 2, t = lane & 3;
   const int cs = lt & 3, cr = lt >> 2;  // the sub-block and first token row this thread converts
   STAGE_TRACE_START();
-  const int KT = k / BK, KB = k / 128;
-  const int tiles_n = n / SW_ROWS;
-  const int total = groups * tiles_n;
   clear_zeros(base + S::OFF_ZERO, S::ZERO_BYTES, tid, SPLIT * 128);
   __syncthreads();
   if (tid == 0)  // the rows past masked_m, all at once (the compute is short); it waits for them at its end
@@ -52,6 +49,9 @@ __global__ void __launch_bounds__(SPLIT * 128, 1)
     zero_rows_async(c, rows_of, groups, max_m, n, zero_share(rows_of, groups, max_m, blockIdx.x, gridDim.x),
                     base + S::OFF_ZERO, S::ZERO_BYTES);
   }
+  const int KT = k / BK, KB = k / 128;
+  const int tiles_n = n / SW_ROWS;
+  const int total = groups * tiles_n;
   uint32_t ls = 0;  // stages this warpgroup has multiplied, over all tiles: its buffer ls & 1
 #pragma unroll 1
   for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
