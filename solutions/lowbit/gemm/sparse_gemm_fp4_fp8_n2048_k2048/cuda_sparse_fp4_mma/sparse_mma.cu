@@ -53,6 +53,62 @@ __device__ __forceinline__ void group_f16(uint32_t v, uint32_t meta, uint32_t& l
   hi = hmul2_u(hadd2_u(static_cast<uint32_t>(s0 >> 32), static_cast<uint32_t>(s1 >> 32)), TWO14);
 }
 
+// The high two bytes of a word -> f16x2: the cvt reads the upper half of the register itself
+// (no shift before it).
+__device__ __forceinline__ uint32_t e4m3x2_hi_to_f16x2(uint32_t two) {
+  uint32_t r;
+  asm("{\n.reg .b16 hi;\nmov.b32 {_, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n" : "=r"(r) : "r"(two));
+  return r;
+}
+
+// The few-rows kernel's decode of one 32-bit word of a_vals (tv) and of a_meta (tm), its 4 groups
+// s = 0..3 (byte s) -> lo[s], hi[s]: the same f16 values as group_f16 (exact E2M1 values, a
+// repeated position's two values summed), fewer instructions:
+//  - fp16 of an E2M1 code: high byte T[code & 7] (T = 00 38 3c 3e 40 42 44 46: 0, 0.5, 1, 1.5,
+//    2, 3, 4, 6) with the code's sign in bit 7, low byte 0. One prmt looks up the 4 codes of 2
+//    groups (selector nibbles = the codes, sign bits masked off; table bytes | 0x80), a second
+//    prmt with every pool byte 0x01 gives 1 for a positive code and 0 (bit 3 set: byte 0x01's
+//    sign replicated) for a negative one, and p = t - 128 s clears bit 7 of the positive codes'
+//    bytes (no borrow: every byte of t is >= 0x80): p = bytes (f(c0), f(c1)) of each group, fp16
+//    high bytes.
+//  - x = (f0, f1) as f16x2 (prmt from p and zero), y = f0 + f1 in both halves (exact in fp16).
+//  - lo = prmt(x, y, sel_lo), hi = prmt(x, y, sel_hi), (sel_lo, sel_hi) = lut[meta & 15]: each position's two
+//    bytes from x's f0 (p0 there), f1 (p1 there), y (both there) or x's zero byte 0 (neither).
+__device__ __forceinline__ void word_f16(uint32_t tv, uint32_t tm, uint32_t lut, uint32_t k_t, uint32_t k_one,
+                                         uint32_t (&lo)[4], uint32_t (&hi)[4]) {
+  const uint32_t mag = tv & 0x77777777u;
+  const uint32_t off = (tm << 3) & 0x78787878u;  // byte s: lut's byte offset of group s's entry
+  uint32_t p[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // groups 2h, 2h + 1: nibbles of bits 16 h .. 16 h + 15
+    const uint32_t t = hopper::prmt(k_t, 0xc6c4c2c0u, h ? mag >> 16 : mag);
+    const uint32_t sg = hopper::prmt(k_one, 0x01010101u, h ? tv >> 16 : tv);
+    p[h] = t - (sg << 7);
+  }
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    // (0, f0 byte, 0, f1 byte): bytes 2 (s & 1), 2 (s & 1) + 1 of p[s >> 1] into bytes 1 and 3
+    const uint32_t x = hopper::prmt(p[s >> 1], 0u, (s & 1) ? 0x3424u : 0x1404u);
+    uint32_t y;
+    asm("{\n.reg .b16 a, b, c;\nmov.b32 {a, b}, %1;\nadd.rn.f16 c, a, b;\nmov.b32 %0, {c, c};\n}\n" : "=r"(y) : "r"(x));
+    // the entry's shared address: lut (256-byte aligned: low byte 0) with byte s of off as its low byte
+    const uint32_t at = hopper::prmt(off, lut, 0x7650u + s);
+    uint32_t sel_lo, sel_hi;
+    asm("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(sel_lo), "=r"(sel_hi) : "r"(at));
+    lo[s] = hopper::prmt(x, y, sel_lo);
+    hi[s] = hopper::prmt(x, y, sel_hi);
+  }
+}
+
+// lut[p0 | p1 << 2]: prmt selectors (x: positions 0, 1; y: 2, 3) over the pool (x, y) above.
+__device__ __forceinline__ uint2 lut_entry(int i) {
+  const int p0 = i & 3, p1 = i >> 2;
+  uint32_t code[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) code[j] = (p0 == j && p1 == j) ? 0x54u : p0 == j ? 0x10u : p1 == j ? 0x32u : 0x00u;
+  return make_uint2(code[0] | (code[1] << 8), code[2] | (code[3] << 8));
+}
+
 __device__ __forceinline__ uint32_t word(const uint4& q, int s) {
   return s == 0 ? q.x : s == 1 ? q.y : s == 2 ? q.z : q.w;
 }
@@ -74,6 +130,13 @@ __global__ void __launch_bounds__(KW * 32)
                           const uint8_t* __restrict__ b_fp8, __nv_bfloat16* __restrict__ c, int m, int n, int k) {
   using S = SmallM<MT, KW, CH, NT>;
   extern __shared__ float join[];  // [KW][TOK][STRIDE]
+  __shared__ __align__(256) uint2 lut[16];  // word_f16's selectors
+  if (threadIdx.x < 16) lut[threadIdx.x] = lut_entry(threadIdx.x);
+  __syncthreads();
+  const uint32_t lut_at = hopper::smem_addr(lut);
+  // word_f16's constant prmt pools, kept in registers (not rematerialised before every prmt)
+  uint32_t k_t = 0xbebcb880u, k_one = 0x01010101u;
+  asm volatile("" : "+r"(k_t), "+r"(k_one));
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int n0 = blockIdx.x * S::ROWS, kc = k / 64, kg = k / 4;
   const uint8_t* brow[MT][2];
@@ -123,24 +186,24 @@ __global__ void __launch_bounds__(KW * 32)
       }
 #pragma unroll
       for (int i = 0; i < CH; ++i) {
+        uint32_t blo[NT][4], bhi[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) word_f16(tv[i][nt], tm[i][nt], lut_at, k_t, k_one, blo[nt], bhi[nt]);
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
           uint32_t af[MT][4];
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
             const uint32_t w0 = word(bq[i][mt][0], s), w1 = word(bq[i][mt][1], s);
-            af[mt][0] = e4m3x2_to_f16x2(w0);        // row g, K 16 t + 4 s + 0, 1
-            af[mt][1] = e4m3x2_to_f16x2(w1);        // row g + 8
-            af[mt][2] = e4m3x2_to_f16x2(w0 >> 16);  // row g, K + 2, 3
-            af[mt][3] = e4m3x2_to_f16x2(w1 >> 16);
+            af[mt][0] = e4m3x2_to_f16x2(w0);     // row g, K 16 t + 4 s + 0, 1
+            af[mt][1] = e4m3x2_to_f16x2(w1);     // row g + 8
+            af[mt][2] = e4m3x2_hi_to_f16x2(w0);  // row g, K + 2, 3
+            af[mt][3] = e4m3x2_hi_to_f16x2(w1);
           }
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            uint32_t b0, b1;
-            group_f16(tv[i][nt] >> (8 * s), tm[i][nt] >> (8 * s), b0, b1);
+          for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) hopper::mma_m16n8k16(acc[mt][nt], af[mt], b0, b1);
-          }
+            for (int mt = 0; mt < MT; ++mt) hopper::mma_m16n8k16(acc[mt][nt], af[mt], blo[nt][s], bhi[nt][s]);
         }
       }
     }
