@@ -63,7 +63,8 @@ __device__ __forceinline__ uint32_t e4m3x2_hi_to_f16x2(uint32_t two) {
 
 // The few-rows kernel's decode of one 32-bit word of a_vals (tv) and of a_meta (tm), its 4 groups
 // s = 0..3 (byte s) -> lo[s], hi[s]: the same f16 values as group_f16 (exact E2M1 values, a
-// repeated position's two values summed), fewer instructions:
+// repeated position's two values summed; a lone -0 code stays -0 where group_f16 gives +0, which
+// adds nothing to a sum), fewer instructions:
 //  - fp16 of an E2M1 code: high byte T[code & 7] (T = 00 38 3c 3e 40 42 44 46: 0, 0.5, 1, 1.5,
 //    2, 3, 4, 6) with the code's sign in bit 7, low byte 0. One prmt looks up the 4 codes of 2
 //    groups (selector nibbles = the codes, sign bits masked off; table bytes | 0x80), a second
