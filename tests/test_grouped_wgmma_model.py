@@ -94,18 +94,23 @@ def f32(bits: int) -> float:
 # path (one OR, a min and a max of the bits, the scales themselves converted to fp16); every other
 # row takes fold_row_modes (relative or plain). whole_factor2 is the one-scale test of the
 # register-weights and prepared forms. The lines the port follows:
-assert "return (ored & 0x807fffffu) == 0u && lo >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&" in SRC
-assert "hi <= (static_cast<uint32_t>(WHOLE_E_MAX) << 23);" in SRC
-assert "return whole_bits(sc.x | sc.y | sc.z | sc.w, min(min(sc.x, sc.y), min(sc.z, sc.w))," in SRC
-assert "ok = whole_bits(bits, bits, bits);" in SRC
-assert "if (!folds_whole(sc)) return fold_row_modes(sc);" in SRC
-assert 'asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(x));' in SRC
-assert "return f16x2_dup(ok ? __uint_as_float(bits) : 1.0f);" in SRC
-assert "const bool relative = pow2 && e_max - e_min <= MAX_SPREAD;" in SRC
-assert "f.mode = relative ? MODE_PER_COLUMN : MODE_PER_COLUMN | MODE_PER_SUBBLOCK;" in SRC
-assert "const uint32_t h = f16_pow2(static_cast<int>((bits[j] >> 23) & 0xffu) - e_max);" in SRC
-assert "f.factor2[j] = relative ? (h | (h << 16)) : 0x3c003c00u;" in SRC
-assert "f.promote_bits[j] = relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];" in SRC
+FOLD_SRC = [
+    "return (ored & 0x807fffffu) == 0u && lo >= (static_cast<uint32_t>(WHOLE_E_MIN) << 23) &&",
+    "hi <= (static_cast<uint32_t>(WHOLE_E_MAX) << 23);",
+    "return whole_bits(sc.x | sc.y | sc.z | sc.w, min(min(sc.x, sc.y), min(sc.z, sc.w)),",
+    "ok = whole_bits(bits, bits, bits);",
+    "if (!folds_whole(sc)) return fold_row_modes(sc);",
+    "f.factor2[j] = f16x2_dup(__uint_as_float(bits[j]));",
+    'asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(x));',
+    "return f16x2_dup(ok ? __uint_as_float(bits) : 1.0f);",
+    "const bool relative = pow2 && e_max - e_min <= MAX_SPREAD;",
+    "f.mode = relative ? MODE_PER_COLUMN : MODE_PER_COLUMN | MODE_PER_SUBBLOCK;",
+    "const uint32_t h = f16_pow2(static_cast<int>((bits[j] >> 23) & 0xffu) - e_max);",
+    "f.factor2[j] = relative ? (h | (h << 16)) : 0x3c003c00u;",
+    "f.promote_bits[j] = relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];",
+]
+for line in FOLD_SRC:
+    assert line in SRC, line
 
 
 def f16x2_dup(bits: int) -> int:

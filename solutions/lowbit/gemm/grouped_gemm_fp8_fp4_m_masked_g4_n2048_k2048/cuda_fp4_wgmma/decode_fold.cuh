@@ -109,14 +109,14 @@ __device__ __forceinline__ Fold fold_row_modes(const uint4& sc) {
 // (one conversion each); any other row takes fold_row_modes, on a branch of its own.
 __device__ __forceinline__ Fold fold_row(const uint4& sc) {
   if (!folds_whole(sc)) return fold_row_modes(sc);
+  const uint32_t bits[4] = {sc.x, sc.y, sc.z, sc.w};
   Fold f;
   f.mode = 0u;
-  f.factor2[0] = f16x2_dup(__uint_as_float(sc.x));
-  f.factor2[1] = f16x2_dup(__uint_as_float(sc.y));
-  f.factor2[2] = f16x2_dup(__uint_as_float(sc.z));
-  f.factor2[3] = f16x2_dup(__uint_as_float(sc.w));
 #pragma unroll
-  for (int j = 0; j < 4; ++j) f.promote_bits[j] = 0x3f800000u;
+  for (int j = 0; j < 4; ++j) {
+    f.factor2[j] = f16x2_dup(__uint_as_float(bits[j]));
+    f.promote_bits[j] = 0x3f800000u;
+  }
   return f;
 }
 
