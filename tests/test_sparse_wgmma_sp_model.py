@@ -181,7 +181,7 @@ def test_prep_emulation_follows_the_source():
         "reinterpret_cast<uint4*>(meta + (static_cast<size_t>(ks) * (m_pad / 64) + mb) * 1024)[t] = ld_shared16(smem_addr(sm) + t * 16);",
         "const int j = o & 7, r = (o >> 3) & 127, atom = (o >> 10) & 1, ks = (o >> 11) % KT, nb = (o >> 11) / KT;",
         "const size_t src = static_cast<size_t>(nb * 128 + r) * k + ks * 128 + atom * 64 + 8 * (j ^ (r & 7));",
-        "reinterpret_cast<uint4*>(b16)[o] = make_uint4(e4m3x2_to_f16x2(in[it].x), e4m3x2_to_f16x2(in[it].x >> 16),",
+        "reinterpret_cast<uint4*>(b16)[o] = make_uint4(e4m3x2_to_f16x2(in[it].x), e4m3x2_hi_to_f16x2(in[it].x),",
         "constexpr int M_ALIGN = 256;")
 
 

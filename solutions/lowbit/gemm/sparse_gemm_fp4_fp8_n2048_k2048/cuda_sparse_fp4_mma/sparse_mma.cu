@@ -30,6 +30,7 @@
 
 namespace {
 
+using sp_wgmma::e4m3x2_hi_to_f16x2;
 using sp_wgmma::e4m3x2_to_f16x2;
 using sp_wgmma::hadd2_u;
 
@@ -51,14 +52,6 @@ __device__ __forceinline__ void group_f16(uint32_t v, uint32_t meta, uint32_t& l
   constexpr uint32_t TWO14 = 0x74007400u;  // 2^14 in both halves
   lo = hmul2_u(hadd2_u(static_cast<uint32_t>(s0), static_cast<uint32_t>(s1)), TWO14);
   hi = hmul2_u(hadd2_u(static_cast<uint32_t>(s0 >> 32), static_cast<uint32_t>(s1 >> 32)), TWO14);
-}
-
-// The high two bytes of a word -> f16x2: the cvt reads the upper half of the register itself
-// (no shift before it).
-__device__ __forceinline__ uint32_t e4m3x2_hi_to_f16x2(uint32_t two) {
-  uint32_t r;
-  asm("{\n.reg .b16 hi;\nmov.b32 {_, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n" : "=r"(r) : "r"(two));
-  return r;
 }
 
 // The few-rows kernel's decode of one 32-bit word of a_vals (tv) and of a_meta (tm), its 4 groups
@@ -275,7 +268,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         out[2 * s] = f16x2_to_bf16x2(e4m3x2_to_f16x2(in[s]));
-        out[2 * s + 1] = f16x2_to_bf16x2(e4m3x2_to_f16x2(in[s] >> 16));
+        out[2 * s + 1] = f16x2_to_bf16x2(e4m3x2_hi_to_f16x2(in[s]));
       }
       b16[2 * j] = make_uint4(out[0], out[1], out[2], out[3]);
       b16[2 * j + 1] = make_uint4(out[4], out[5], out[6], out[7]);

@@ -93,6 +93,12 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two) {  // the low 
   asm("{\n.reg .b16 lo;\nmov.b32 {lo, _}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(r) : "r"(two));
   return r;
 }
+// The high two bytes -> f16x2: the cvt reads the upper half of the register itself (no shift before it)
+__device__ __forceinline__ uint32_t e4m3x2_hi_to_f16x2(uint32_t two) {
+  uint32_t r;
+  asm("{\n.reg .b16 hi;\nmov.b32 {_, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n" : "=r"(r) : "r"(two));
+  return r;
+}
 
 // Thread-block clusters: the split-K form's partial tiles are summed through distributed shared memory.
 __device__ __forceinline__ uint32_t cluster_rank() {
@@ -193,8 +199,8 @@ __global__ void __launch_bounds__(PREP_THREADS)
     for (int it = 0; it < B_UNITS; ++it) {
       const int o = o0 + it * PREP_THREADS;
       if (o >= chunks) break;
-      reinterpret_cast<uint4*>(b16)[o] = make_uint4(e4m3x2_to_f16x2(in[it].x), e4m3x2_to_f16x2(in[it].x >> 16),
-                                                    e4m3x2_to_f16x2(in[it].y), e4m3x2_to_f16x2(in[it].y >> 16));
+      reinterpret_cast<uint4*>(b16)[o] = make_uint4(e4m3x2_to_f16x2(in[it].x), e4m3x2_hi_to_f16x2(in[it].x),
+                                                    e4m3x2_to_f16x2(in[it].y), e4m3x2_hi_to_f16x2(in[it].y));
     }
   }
 }
