@@ -2,13 +2,14 @@
 # The GPU work the open kernel changes need, as named steps; each writes <step>.log under $OUT
 # (the device tool's folder; ./gpu-logs elsewhere) and prints its exit code and last line.
 #   tools/gpu_checks.sh probe               # about 2 minutes
-#   tools/gpu_checks.sh tests memcheck racecheck   # TESTS_LIMIT=, MEMCHECK_LIMIT= seconds (300 each)
+#   tools/gpu_checks.sh tests memcheck racecheck   # TESTS_LIMIT=, MEMCHECK_LIMIT=, RACECHECK_LIMIT= seconds (300 each)
 #   tools/gpu_checks.sh variants            # variants/*/grouped_wgmma.cu (tools/export_wgmma_revisions.sh)
 #   tools/gpu_checks.sh sparse-tiles        # the sparse one-pass kernel's tile grid at small m
 #   tools/gpu_checks.sh sparse-memcheck sparse-racecheck   # the sparse CUDA solution, every tile
 #   tools/gpu_checks.sh sparse-probe        # the sparse CUDA few-rows kernel's tiles against Triton
 #   tools/gpu_checks.sh sparse-paths        # the sparse CUDA solution's paths, forced, checked and timed
 #   tools/gpu_checks.sh trace k-sweep       # where a stage's cycles go; fixed + per-stage time
+#   tools/gpu_checks.sh bench               # the main job (about 8 minutes): $OUT/docs, $OUT/traces
 set -u
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
@@ -30,19 +31,22 @@ for step in "$@"; do
         tests) run_step tests ${TESTS_LIMIT:-300} python3 -m pytest -q tests/gpu ;;  # solutions for other GPUs skip themselves
         memcheck) run_step memcheck ${MEMCHECK_LIMIT:-300} compute-sanitizer --tool memcheck --error-exitcode 1 \
                       python3 -m pytest -q tests/gpu -k "$SMALL" ;;
-        racecheck) run_step racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
+        racecheck) run_step racecheck ${RACECHECK_LIMIT:-300} compute-sanitizer --tool racecheck --error-exitcode 1 \
                        python3 -m pytest -q tests/gpu -k "$SMALL" ;;
         variants) run_step variants 400 python3 tools/time_wgmma_variants.py variants/*/grouped_wgmma.cu ;;
-        sparse-memcheck) run_step sparse-memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
+        sparse-memcheck) run_step sparse-memcheck ${MEMCHECK_LIMIT:-300} compute-sanitizer --tool memcheck --error-exitcode 1 \
                              python3 -m pytest -q tests/gpu/test_gpu_sparse.py -k "$SPARSE" ;;
         # not the forced dense tile: racecheck reports hazards inside cuBLAS's own GEMM kernels
-        sparse-racecheck) run_step sparse-racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
+        sparse-racecheck) run_step sparse-racecheck ${RACECHECK_LIMIT:-300} compute-sanitizer --tool racecheck --error-exitcode 1 \
                               python3 -m pytest -q tests/gpu/test_gpu_sparse.py -k "($SPARSE) and not dense" ;;
         sparse-probe) run_step sparse-probe 400 python3 tools/probe_sparse_mma.py --no-host ;;
         sparse-tiles) run_step sparse-tiles 300 python3 tools/sweep_sparse_tiles.py ;;
         sparse-paths) run_step sparse-paths 200 python3 tools/time_sparse_paths.py ;;
         trace) run_step trace 200 bash -c "python3 tools/trace_wgmma_stages.py 64 32 32x64 && python3 tools/trace_wgmma_stages.py 64 32 128x64 && python3 tools/trace_wgmma_stages.py 512 512 128x128" ;;
         k-sweep) run_step k-sweep 300 python3 tools/k_sweep_wgmma.py variants/*/grouped_wgmma.cu ;;
-        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe sparse-paths trace k-sweep)"; exit 2 ;;
+        # the results pages go under $OUT/docs (the repository's docs/ are replaced by hand), the traces with them
+        bench) run_step bench 580 python3 scripts/run_benchmark.py --docs "$OUT/docs"
+               mkdir -p "$OUT/traces" && cp -r traces/. "$OUT/traces/" ;;
+        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe sparse-paths trace k-sweep bench)"; exit 2 ;;
     esac
 done
