@@ -5,8 +5,11 @@
 """
 
 import sys
+from pathlib import Path
 
-from lowbit_gemm.workloads import main
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's package, not another one installed
+
+from lowbit_gemm.workloads import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

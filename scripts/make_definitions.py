@@ -8,9 +8,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from lowbit_gemm.references import NAMES, definition_json
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's package, not another one installed
+
+from lowbit_gemm.references import NAMES, definition_json  # noqa: E402
 
 
 def definition_file(root: Path, name: str) -> Path:

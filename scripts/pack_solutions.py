@@ -10,8 +10,11 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-from lowbit_gemm.packing import main
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's package, not another one installed
+
+from lowbit_gemm.packing import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -24,6 +24,10 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's package, not another one installed
 
 # The Triton interpreter is chosen when triton is first imported, so decide before any import
 # that could pull triton in (torch does not; the solutions and flashinfer_bench may).
@@ -40,9 +44,6 @@ if not HAS_CUDA:
 import argparse  # noqa: E402
 import datetime  # noqa: E402
 import shlex  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv=None):

@@ -4,6 +4,10 @@ exactly the source files."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,6 +115,19 @@ def test_pack_command_check_mode(tmp_path, capsys):
     (tmp_path / "solutions" / "notes.json").write_text("{}")
     code, out = check()
     assert code == 1 and "stray" in out and "notes.json" in out
+
+
+def test_pack_command_packs_its_own_checkout(tmp_path):
+    # a second checkout (its own src/, scripts/ and solutions/), run while this checkout's package
+    # is the one importable: the script must read the second checkout's solutions
+    clone = tmp_path / "clone"
+    shutil.copytree(ROOT / "src", clone / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "scripts", clone / "scripts")
+    _write(clone / "solutions" / "someone" / "gemm" / "d" / "demo", {"solution.toml": TOML, "main.py": "def run(*a): pass\n"})
+    done = subprocess.run([sys.executable, str(clone / "scripts" / "pack_solutions.py"), "--check"], cwd=tmp_path,
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    assert done.returncode == 1 and "missing" in done.stdout and "someone/gemm/d/demo" in done.stdout, (
+        done.stdout + done.stderr)
 
 
 def test_bad_toml_is_rejected(tmp_path):
