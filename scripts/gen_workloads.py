@@ -7,7 +7,7 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's package, not another one installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's package, not another clone's
 
 from lowbit_gemm.workloads import main  # noqa: E402
 

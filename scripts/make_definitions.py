@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))  # this checkout's package, not another one installed
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's package, not another clone's
 
 from lowbit_gemm.references import NAMES, definition_json  # noqa: E402
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's package, not another one installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # this checkout's package, not another clone's
 
 from lowbit_gemm.packing import main  # noqa: E402
 

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))  # this checkout's package, not another one installed
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's package, not another clone's
 
 # The Triton interpreter is chosen when triton is first imported, so decide before any import
 # that could pull triton in (torch does not; the solutions and flashinfer_bench may).

@@ -123,7 +123,8 @@ def test_pack_command_packs_its_own_checkout(tmp_path):
     clone = tmp_path / "clone"
     shutil.copytree(ROOT / "src", clone / "src", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "scripts", clone / "scripts")
-    _write(clone / "solutions" / "someone" / "gemm" / "d" / "demo", {"solution.toml": TOML, "main.py": "def run(*a): pass\n"})
+    demo = clone / "solutions" / "someone" / "gemm" / "d" / "demo"
+    _write(demo, {"solution.toml": TOML, "main.py": "def run(*a): pass\n"})
     done = subprocess.run([sys.executable, str(clone / "scripts" / "pack_solutions.py"), "--check"], cwd=tmp_path,
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
     assert done.returncode == 1 and "missing" in done.stdout and "someone/gemm/d/demo" in done.stdout, (

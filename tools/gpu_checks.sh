@@ -44,7 +44,7 @@ for step in "$@"; do
         sparse-paths) run_step sparse-paths 200 python3 tools/time_sparse_paths.py ;;
         trace) run_step trace 200 bash -c "python3 tools/trace_wgmma_stages.py 64 32 32x64 && python3 tools/trace_wgmma_stages.py 64 32 128x64 && python3 tools/trace_wgmma_stages.py 512 512 128x128" ;;
         k-sweep) run_step k-sweep 300 python3 tools/k_sweep_wgmma.py variants/*/grouped_wgmma.cu ;;
-        # the results pages go under $OUT/docs (the repository's docs/ are replaced by hand), the traces with them
+        # the results pages under $OUT/docs (copied into docs/ by hand), the harness traces under $OUT/traces
         bench) run_step bench 580 python3 scripts/run_benchmark.py --docs "$OUT/docs"
                mkdir -p "$OUT/traces" && cp -r traces/. "$OUT/traces/" ;;
         *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe sparse-paths trace k-sweep bench)"; exit 2 ;;
