@@ -1,10 +1,12 @@
-"""The public library functions call the leaderboard solutions' generic launchers."""
+"""The public library functions call the leaderboard solutions' generic launchers, the fastest
+exact one for the tensors unless one is named."""
 
 import pytest
 import torch
 import triton
 
 import lowbit_gemm as lg
+import lowbit_gemm.ops as ops
 from lowbit_gemm.oracle import check_accuracy, grouped_gemm_oracle, sparse_gemm_oracle
 from lowbit_gemm.testing import grouped_inputs, nan_output, sparse_pruned_inputs
 
@@ -20,7 +22,7 @@ def test_grouped_gemm_allocates_and_masks():
                     reason="Triton 3.6's interpreter cannot run tl.dot_scaled")
 def test_grouped_gemm_on_the_block_scaled_mma_kernel():
     a, a_scale, b, b_scale, masked_m, _ = grouped_inputs(5, [5, -1], n=64, k=256, seed=1, weight_std=0.02)
-    c = lg.grouped_gemm_fp8_fp4_masked(a, a_scale, b, b_scale, masked_m, block_scaled_mma=True)
+    c = lg.grouped_gemm_fp8_fp4_masked(a, a_scale, b, b_scale, masked_m, kernel="triton_fp4_dot_scaled")
     check_accuracy(c, grouped_gemm_oracle(a, a_scale, b, b_scale, masked_m))
 
 
@@ -29,3 +31,55 @@ def test_sparse_gemm_writes_into_out():
     out = nan_output((7, 64))
     assert lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b, out=out) is out
     check_accuracy(out, sparse_gemm_oracle(a_vals, a_meta, b))
+
+
+def test_a_kernel_that_is_no_solution_is_refused():
+    a_vals, a_meta, b = sparse_pruned_inputs(3, n=64, k=256)
+    with pytest.raises(ValueError, match="kernel: expected 'auto' or one of"):
+        lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b, kernel="cuda_naive")
+
+
+class _Chosen:
+    """Stands in for a loaded solution: records which one the call chose, computes nothing."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def grouped_gemm_fp8_fp4_masked(self, *args, **kwargs):
+        pass
+
+    def sparse_gemm_fp4_fp8(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("hopper, n, offset, chosen", [
+    (False, 128, 0, "triton_fp4_exact_mma"),
+    (True, 128, 0, "cuda_fp4_wgmma"),
+    (True, 64, 0, "triton_fp4_exact_mma"),  # n no multiple of the CUDA kernel's 128-row tiles
+    (True, 128, 1, "triton_fp4_exact_mma"),  # a_fp8 not 16-byte aligned
+])
+def test_auto_takes_the_cuda_grouped_kernel_on_hopper_where_it_takes_the_tensors(monkeypatch, hopper, n, offset,
+                                                                                  chosen):
+    names = []
+    monkeypatch.setattr(ops, "_on_hopper", lambda t: hopper)
+    monkeypatch.setattr(ops, "load_solution", lambda d, author, name: names.append(name) or _Chosen(name))
+    a, a_scale, b, b_scale, masked_m, _ = grouped_inputs(4, [3, 2], n=n, k=256)
+    if offset:
+        a = torch.empty(a.numel() + 16, dtype=torch.uint8)[offset:offset + a.numel()].view(a.dtype).view(a.shape)
+    lg.grouped_gemm_fp8_fp4_masked(a, a_scale, b, b_scale, masked_m)
+    assert names == [chosen]
+
+
+@pytest.mark.parametrize("hopper, offset, chosen", [
+    (False, 0, "triton_sparse_fp4_exact"),
+    (True, 0, "cuda_sparse_fp4_mma"),
+    (True, 1, "triton_sparse_fp4_exact"),  # out not 16-byte aligned
+])
+def test_auto_takes_the_cuda_sparse_kernel_on_hopper_where_it_takes_the_tensors(monkeypatch, hopper, offset, chosen):
+    names = []
+    monkeypatch.setattr(ops, "_on_hopper", lambda t: hopper)
+    monkeypatch.setattr(ops, "load_solution", lambda d, author, name: names.append(name) or _Chosen(name))
+    a_vals, a_meta, b = sparse_pruned_inputs(5, n=64, k=256)
+    out = torch.empty(5 * 64 + 8, dtype=torch.bfloat16)[offset:offset + 5 * 64].view(5, 64)
+    lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b, out=out)
+    assert names == [chosen]

@@ -1,7 +1,13 @@
-"""Public library functions: the project's Triton kernels, callable without the harness.
+"""Public library functions: the project's kernels, callable without the harness.
 
-Each allocates the output and calls the generic launcher of the solution the leaderboard
-entry uses, so the library and the entry can never drift apart.
+Each allocates the output where none is given and calls the generic launcher of a leaderboard
+solution, so the library and the entries can never drift apart. ``kernel="auto"`` takes the
+exact one that is faster as a caller sees it: on Hopper (compute capability 9.0) the CUDA
+solution where it takes the tensors (built with nvcc for sm_90a on first use), elsewhere the
+Triton one, which runs on any GPU Triton supports and on the CPU under the interpreter. The
+figures behind the choice are the harness means in docs/results.md (H200, host time included:
+the CUDA solutions take less at every workload of both definitions but one, sparse m 16, where
+the two means are 0.4 µs apart).
 """
 
 from __future__ import annotations
@@ -11,33 +17,57 @@ import torch
 from .solutions import load_solution
 
 GROUPED_DEFINITION = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
-GROUPED_SOLUTION = ("lowbit", "triton_fp4_exact_mma")
-# The B200 entry (tl.dot_scaled on Blackwell's block-scaled MMA; not run on a B200, emulated
-# by Triton elsewhere): docs/kernels/grouped_gemm_b200.md.
-GROUPED_B200_SOLUTION = ("lowbit", "triton_fp4_dot_scaled")
+# "triton_fp4_dot_scaled": the B200 entry (tl.dot_scaled on Blackwell's block-scaled MMA; not
+# run on a B200, emulated by Triton elsewhere): docs/kernels/grouped_gemm_b200.md
+GROUPED_KERNELS = ("cuda_fp4_wgmma", "triton_fp4_exact_mma", "triton_fp4_dot_scaled")
 SPARSE_DEFINITION = "sparse_gemm_fp4_fp8_n2048_k2048"
-SPARSE_SOLUTION = ("lowbit", "triton_sparse_fp4_exact")
+SPARSE_KERNELS = ("cuda_sparse_fp4_mma", "triton_sparse_fp4_exact")
+
+
+def _on_hopper(t: torch.Tensor) -> bool:
+    return t.is_cuda and torch.version.hip is None and torch.cuda.get_device_capability(t.device) == (9, 0)
+
+
+def _aligned(*tensors: torch.Tensor) -> bool:
+    return all(t.data_ptr() % 16 == 0 for t in tensors)  # the CUDA kernels move 16-byte vectors
+
+
+def _kernel(definition: str, kernel: str, kernels: tuple, auto: str):
+    if kernel == "auto":
+        kernel = auto
+    elif kernel not in kernels:
+        raise ValueError(f"kernel: expected 'auto' or one of {kernels}, got {kernel!r}")
+    return load_solution(definition, "lowbit", kernel)
 
 
 def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m=None,
-                                out: torch.Tensor | None = None, block_scaled_mma: bool = False) -> torch.Tensor:
+                                out: torch.Tensor | None = None, kernel: str = "auto") -> torch.Tensor:
     """c[g, max_m, n] (bf16): per group, A_g[:masked_m[g]] @ B_g.T, other rows zero.
 
     Sizes are read from the tensors (k a multiple of 128); see the definition for the formats.
-    block_scaled_mma: the B200 solution's kernel (tl.dot_scaled) instead of the measured one.
+    kernel: "auto", or one of GROUPED_KERNELS by name. "auto" takes cuda_fp4_wgmma on Hopper
+    where n is a multiple of 128 and every tensor but masked_m is 16-byte aligned, else
+    triton_fp4_exact_mma.
     """
     g, max_m, _ = a_fp8.shape
     if out is None:
         out = torch.empty(g, max_m, b_fp4.shape[1], dtype=torch.bfloat16, device=a_fp8.device)
-    kernel = load_solution(GROUPED_DEFINITION, *(GROUPED_B200_SOLUTION if block_scaled_mma else GROUPED_SOLUTION))
-    kernel.grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, out, expected_m=expected_m)
+    cuda = _on_hopper(a_fp8) and b_fp4.shape[1] % 128 == 0 and _aligned(a_fp8, a_scale, b_fp4, b_scale, out)
+    solution = _kernel(GROUPED_DEFINITION, kernel, GROUPED_KERNELS, GROUPED_KERNELS[0 if cuda else 1])
+    solution.grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, out, expected_m=expected_m)
     return out
 
 
-def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out: torch.Tensor | None = None) -> torch.Tensor:
-    """c[m, n] (bf16) = dense(A) @ B.T with A in the 2:4 FP4 encoding and B in FP8 e4m3."""
+def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out: torch.Tensor | None = None, kernel: str = "auto") -> torch.Tensor:
+    """c[m, n] (bf16) = dense(A) @ B.T with A in the 2:4 FP4 encoding and B in FP8 e4m3.
+
+    Sizes are read from the tensors (k a multiple of 128). kernel: "auto", or one of
+    SPARSE_KERNELS by name. "auto" takes cuda_sparse_fp4_mma on Hopper where every tensor is
+    16-byte aligned, else triton_sparse_fp4_exact.
+    """
     if out is None:
         out = torch.empty(a_vals.shape[0], b_fp8.shape[0], dtype=torch.bfloat16, device=b_fp8.device)
-    kernel = load_solution(SPARSE_DEFINITION, *SPARSE_SOLUTION)
-    kernel.sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out)
+    cuda = _on_hopper(b_fp8) and _aligned(a_vals, a_meta, b_fp8, out)
+    solution = _kernel(SPARSE_DEFINITION, kernel, SPARSE_KERNELS, SPARSE_KERNELS[0 if cuda else 1])
+    solution.sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out)
     return out
