@@ -1,5 +1,5 @@
-"""The public library functions call the leaderboard solutions' generic launchers, the fastest
-exact one for the tensors unless one is named."""
+"""The public library functions call the leaderboard solutions' generic launchers: on Hopper the
+CUDA one where it takes the tensors, else the Triton one, unless a solution is named."""
 
 import pytest
 import torch
