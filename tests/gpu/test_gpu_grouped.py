@@ -179,6 +179,27 @@ def test_gated_form_in_a_cuda_graph(name, tile):
         check(c, inputs, oracle(inputs), DEF, f"{name} {tile[2]} form in a graph, {how}, seed {seed}")
 
 
+@pytest.mark.parametrize("tile", [(128, 256, "prepared"), (256, 128, "register")], ids=["prepared", "register"])
+@pytest.mark.parametrize("name", CUDA_KERNEL)
+def test_gated_form_calls_on_two_streams(name, tile):
+    """Two calls of a form with a workspace (first pass, GEMM, fallback) in flight at once on two
+    streams, one of them gated (a token row's scales past the rescale): each call has its own
+    workspace and gate, so neither sees the other's."""
+    mod = load_solution(DEF, OWN_AUTHOR, name)
+    max_m = 1024
+    ins = [make(max_m, [1024, 700, 0, 900], "a_scale_beyond", seed=21), make(max_m, [600, 1024, 333, 1], "quantized",
+                                                                           seed=22)]
+    outs = [nan_output((G, max_m, N), device="cuda") for _ in ins]
+    streams = [torch.cuda.Stream() for _ in ins]
+    torch.cuda.synchronize()
+    for st, x, c in zip(streams, ins, outs):
+        with torch.cuda.stream(st):
+            mod.grouped_gemm_fp8_fp4_masked(*x[:5], c, tile=tile)
+    torch.cuda.synchronize()
+    for x, c in zip(ins, outs):
+        check(c, x, oracle(x), DEF, f"{name} {tile[2]} form on two streams")
+
+
 @pytest.mark.parametrize("name", CUDA_KERNEL)
 def test_register_form_with_every_tile_empty_after_a_gated_call(name):
     """The register-weights GEMM's tiles wholly past masked_m do not wait for the first pass, so
