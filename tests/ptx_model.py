@@ -1,6 +1,7 @@
 """Python models of the PTX integer instructions and layouts the CUDA kernels' CPU model tests
-port: prmt, fp16 bits, and where a 128-byte-swizzled K-major shared-memory tile keeps an element
-(the layout a wgmma descriptor with SWIZZLE_128B, SBO 1024 reads)."""
+port: prmt (on ints and elementwise on numpy arrays), fp16 bits, and where a 128-byte-swizzled
+K-major shared-memory tile keeps an element (the layout a wgmma descriptor with SWIZZLE_128B,
+SBO 1024 reads); and source_has, which ties a port to the source lines it follows."""
 
 import numpy as np
 
@@ -19,6 +20,25 @@ def prmt(a: int, b: int, sel: int) -> int:
             byte = 0xFF if byte & 0x80 else 0
         out |= byte << (8 * i)
     return out
+
+
+def prmt_np(a, b, sel):
+    """prmt elementwise on numpy arrays (int64 holding uint32 words)."""
+    a, b, sel = np.broadcast_arrays(*(np.asarray(z, dtype=np.int64) for z in (a, b, sel)))
+    src = np.stack([(a >> (8 * i)) & 0xFF for i in range(4)] + [(b >> (8 * i)) & 0xFF for i in range(4)])
+    out = np.zeros(a.shape, dtype=np.int64)
+    for i in range(4):
+        nib = (sel >> (4 * i)) & 0xF
+        byte = np.take_along_axis(src, (nib & 7)[None], 0)[0]
+        byte = np.where(nib & 8, np.where(byte & 0x80, 0xFF, 0), byte)
+        out |= byte << (8 * i)
+    return out
+
+
+def source_has(src: str, *lines: str) -> None:
+    """Each line occurs in the source text: a port fails loudly when the code it follows changes."""
+    for line in lines:
+        assert line in src, line
 
 
 def h2f(bits: int) -> float:

@@ -21,7 +21,7 @@ import torch
 from lowbit_gemm.numerics import e2m1_decode, unpack_fp4
 from lowbit_gemm.oracle import grouped_gemm_oracle
 from lowbit_gemm.testing import grouped_inputs, spread_a_scale
-from ptx_model import sw128_offset
+from ptx_model import source_has, sw128_offset
 
 HDR = (Path(__file__).resolve().parents[1] / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
        / "cuda_fp4_wgmma/grouped_prepared.cuh").read_text()
@@ -242,11 +242,10 @@ def test_persistent_walk_fills_each_tile_once_and_its_last_block_holds_two_adjac
     stages in order and store zeros for the rest; the epilogue stages its rows in the last
     block's two slots, which must be adjacent."""
     body = re.search(r"prepared_gemm\(.*?\n}\n", HDR, re.S).group(0)
-    for line in ["for (int tl = blockIdx.x; tl < tiles; tl += gridDim.x) {",
-                 "if (tile.y * TM >= tile.w) break;", "const int s = it % STAGES;",
-                 "const uint32_t out = base + slot[0] * STAGE + cw * 64 * OUT_PITCH;",
-                 "mbar_arrive(bars + STAGES + slot[1]);"]:
-        assert line in body, line
+    source_has(body, "for (int tl = blockIdx.x; tl < tiles; tl += gridDim.x) {",
+               "if (tile.y * TM >= tile.w) break;", "const int s = it % STAGES;",
+               "const uint32_t out = base + slot[0] * STAGE + cw * 64 * OUT_PITCH;",
+               "mbar_arrive(bars + STAGES + slot[1]);")
     n = 2048
     nb, ks_count, rows = n // TN, k // 64, clamp_rows(masked_m, max_m)
     tiles = len(masked_m) * -(-max_m // TM) * nb

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 
-from ptx_model import M32, f2h, h2f, prmt, sw128_offset
+from ptx_model import M32, f2h, h2f, prmt, source_has, sw128_offset
 
 CU = (Path(__file__).resolve().parents[1] / "solutions/lowbit/gemm/grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
       / "cuda_fp4_wgmma/grouped_wgmma.cu")
@@ -109,8 +109,7 @@ FOLD_SRC = [
     "f.factor2[j] = relative ? (h | (h << 16)) : 0x3c003c00u;",
     "f.promote_bits[j] = relative ? static_cast<uint32_t>(e_max) << 23 : bits[j];",
 ]
-for line in FOLD_SRC:
-    assert line in SRC, line
+source_has(SRC, *FOLD_SRC)
 
 
 def f16x2_dup(bits: int) -> int:
@@ -350,8 +349,7 @@ def test_raw_ring_copies_and_decode_reads_meet(bn):
     row lane + 32 i, sub-block s, at its layout address; the codes fill RAW_CODE_BYTES exactly
     (the scales follow), and each warp's copies (8 rows x 4 sub-blocks) and decode reads (32 rows
     of one sub-block) cover whole 128-byte lines."""
-    for line in RAW_SRC:
-        assert line in SRC, line
+    source_has(SRC, *RAW_SRC)
     k, rows_per_thread = 2048, bn // 32
     raw_code_bytes = bn * 128 // 2
     copied = {}
@@ -564,8 +562,7 @@ ZERO_SRC = [
 def test_zero_rows_async_writes_every_row_past_masked_m_once(masked_m, max_m, n, workers, pieces):
     """Every CTA's pieces together write each byte of rows [rows_g, max_m) of every group exactly
     once and nothing else, in bulk copies of at most the zero buffer, 16-byte aligned and sized."""
-    for line in ZERO_SRC:
-        assert line in SRC, line
+    source_has(SRC, *ZERO_SRC)
     rows = [min(max(v, 0), max_m) for v in masked_m]
     zero_bytes = 8 * 1024
     hits = np.zeros(len(rows) * max_m * n * 2 // 16, dtype=np.int32)  # 16-byte units of c
@@ -592,8 +589,7 @@ WALK_SRC = [
 def test_walk_gives_each_busy_tile_to_one_cta(busy, grid):
     """Thread 0's count of its CTA's tiles and walk(w): CTA bx walks list indices bx, bx + grid,
     ...; together the CTAs walk every busy tile exactly once, none past the list."""
-    for line in WALK_SRC:
-        assert line in SRC, line
+    source_has(SRC, *WALK_SRC)
     walked = []
     for bx in range(grid):
         count = (busy - bx + grid - 1) // grid if bx < busy else 0
@@ -670,8 +666,7 @@ def test_raw_ring_keeps_each_stage_until_read_across_tiles(lengths):
     any KT; counted within the tile (st alone) they would not wherever KT is no multiple of
     RAW_STAGES (the next tile's first copies land in the slot of the tile's last stage, which a
     lagging warp still reads)."""
-    for line in RING_SRC:
-        assert line in SRC, line
+    source_has(SRC, *RING_SRC)
     start = [sum(lengths[:i]) for i in range(len(lengths))]
     assert raw_ring_conflicts(lengths, lambda item, st: (start[item] + st) % RAW_STAGES) == []
     item_local = raw_ring_conflicts(lengths, lambda item, st: st % RAW_STAGES)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from lowbit_gemm.solutions import load_solution
-from ptx_model import M32, f2h, h2f, prmt
+from ptx_model import M32, f2h, h2f, prmt, prmt_np, source_has
 
 DEF = "sparse_gemm_fp4_fp8_n2048_k2048"
 main = load_solution(DEF, "lowbit", "cuda_sparse_fp4_mma")
@@ -24,8 +24,7 @@ SRC = CU.read_text()
 
 
 def has(*lines):
-    for line in lines:
-        assert line in SRC, line
+    source_has(SRC, *lines)
 
 
 def inputs(m=8, n=2048, k=2048):
@@ -118,19 +117,6 @@ def test_few_rows_tiles_by_rows():
 
 # ---------------------------------------------------------------- word_f16 (few-rows kernel's A decode)
 
-def prmt_np(a, b, sel):
-    """ptx_model.prmt elementwise on numpy arrays (int64 holding uint32 words)."""
-    a, b, sel = np.broadcast_arrays(*(np.asarray(z, dtype=np.int64) for z in (a, b, sel)))
-    src = np.stack([(a >> (8 * i)) & 0xFF for i in range(4)] + [(b >> (8 * i)) & 0xFF for i in range(4)])
-    out = np.zeros(a.shape, dtype=np.int64)
-    for i in range(4):
-        nib = (sel >> (4 * i)) & 0xF
-        byte = np.take_along_axis(src, (nib & 7)[None], 0)[0]
-        byte = np.where(nib & 8, np.where(byte & 0x80, 0xFF, 0), byte)
-        out |= byte << (8 * i)
-    return out
-
-
 def lut_entry_model(i: int):
     """lut_entry(i) in sparse_mma.cu: (sel_lo, sel_hi), the uint2's x and y."""
     p0, p1 = i & 3, i >> 2
@@ -184,8 +170,8 @@ def word_f16_model(tv, tm, smem, lut, k_t=0xBEBCB880, k_one=0x01010101):
     return np.stack(lo), np.stack(hi), np.stack(ats)
 
 
-def test_prmt_np_matches_ptx_model():
-    """The vectorised prmt equals ptx_model.prmt for every 16-bit selector (so every nibble,
+def test_prmt_np_matches_prmt():
+    """ptx_model's vectorised prmt equals its prmt for every 16-bit selector (so every nibble,
     sign-replicate mode included) on random pools, upper selector bits random (ignored)."""
     rng = np.random.default_rng(1)
     a, b = (rng.integers(0, 1 << 32, 1 << 16, dtype=np.int64) for _ in range(2))

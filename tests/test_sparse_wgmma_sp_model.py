@@ -26,6 +26,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import sparse_wgmma_sp_layout as lay  # noqa: E402
+from ptx_model import source_has  # noqa: E402
 
 CU = ROOT / "solutions/lowbit/gemm/sparse_gemm_fp4_fp8_n2048_k2048/cuda_sparse_fp4_mma/sparse_wgmma_sp.cuh"
 SRC = CU.read_text()
@@ -34,8 +35,7 @@ VALID_NIBBLES = {i0 | (i1 << 2) for i0 in range(4) for i1 in range(4) if i0 < i1
 
 
 def has(*lines):
-    for line in lines:
-        assert line in SRC, line
+    source_has(SRC, *lines)
 
 
 # ---------------------------------------------------------------- canon
