@@ -83,3 +83,26 @@ def test_auto_takes_the_cuda_sparse_kernel_on_hopper_where_it_takes_the_tensors(
     out = torch.empty(5 * 64 + 8, dtype=torch.bfloat16)[offset:offset + 5 * 64].view(5, 64)
     lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b, out=out)
     assert names == [chosen]
+
+
+def test_a_named_kernel_never_asks_the_device(monkeypatch):
+    def asked(t):
+        raise AssertionError("'auto' checks ran for a named kernel")
+
+    monkeypatch.setattr(ops, "_on_hopper", asked)
+    a_vals, a_meta, b = sparse_pruned_inputs(3, n=64, k=256)
+    out = lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b, kernel="triton_sparse_fp4_exact")
+    check_accuracy(out, sparse_gemm_oracle(a_vals, a_meta, b))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda a, b: lg.grouped_gemm_fp8_fp4_masked(a[0][0], *a[1:5]), r"a_fp8: expected a 3-D tensor \[g, max_m, k\]"),
+    (lambda a, b: lg.grouped_gemm_fp8_fp4_masked(a[0], a[1], [1, 2], *a[3:5]), "b_fp4: expected a 3-D tensor.*got list"),
+    (lambda a, b: lg.sparse_gemm_fp4_fp8(b[0][0], b[1], b[2]), r"a_vals: expected a 2-D tensor \[m, k/4\]"),
+    (lambda a, b: lg.sparse_gemm_fp4_fp8(b[0], b[1], b[2][None]), r"b_fp8: expected a 2-D tensor \[n, k\]"),
+])
+def test_a_wrong_rank_is_named_before_the_output_is_allocated(call, match):
+    grouped = grouped_inputs(4, [3, 2], n=64, k=256)
+    sparse = sparse_pruned_inputs(3, n=64, k=256)
+    with pytest.raises(ValueError, match=match):
+        call(grouped, sparse)

@@ -32,9 +32,18 @@ def _aligned(*tensors: torch.Tensor) -> bool:
     return all(t.data_ptr() % 16 == 0 for t in tensors)  # the CUDA kernels move 16-byte vectors
 
 
-def _kernel(definition: str, kernel: str, kernels: tuple, auto: str):
+def _dims(name: str, t, dims: int, layout: str) -> None:
+    """The checks the output's allocation needs before the solution's own checks run."""
+    if not isinstance(t, torch.Tensor) or t.dim() != dims:
+        got = f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
+        raise ValueError(f"{name}: expected a {dims}-D tensor {layout}, got {got}")
+
+
+def _kernel(definition: str, kernel: str, kernels: tuple, cuda_fits) -> object:
+    """The named solution, or for "auto" kernels[0] (CUDA) where cuda_fits() holds, else
+    kernels[1]; cuda_fits runs only for "auto" (it reads the device's capability)."""
     if kernel == "auto":
-        kernel = auto
+        kernel = kernels[0 if cuda_fits() else 1]
     elif kernel not in kernels:
         raise ValueError(f"kernel: expected 'auto' or one of {kernels}, got {kernel!r}")
     return load_solution(definition, "lowbit", kernel)
@@ -49,11 +58,14 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, expect
     where n is a multiple of 128 and every tensor but masked_m is 16-byte aligned, else
     triton_fp4_exact_mma.
     """
-    g, max_m, _ = a_fp8.shape
     if out is None:
+        _dims("a_fp8", a_fp8, 3, "[g, max_m, k]")
+        _dims("b_fp4", b_fp4, 3, "[g, n, k/2]")
+        g, max_m, _ = a_fp8.shape
         out = torch.empty(g, max_m, b_fp4.shape[1], dtype=torch.bfloat16, device=a_fp8.device)
-    cuda = _on_hopper(a_fp8) and b_fp4.shape[1] % 128 == 0 and _aligned(a_fp8, a_scale, b_fp4, b_scale, out)
-    solution = _kernel(GROUPED_DEFINITION, kernel, GROUPED_KERNELS, GROUPED_KERNELS[0 if cuda else 1])
+    solution = _kernel(GROUPED_DEFINITION, kernel, GROUPED_KERNELS,
+                       lambda: _on_hopper(a_fp8) and b_fp4.shape[1] % 128 == 0
+                       and _aligned(a_fp8, a_scale, b_fp4, b_scale, out))
     solution.grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, out, expected_m=expected_m)
     return out
 
@@ -66,8 +78,10 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out: torch.Tensor | None = None, 
     16-byte aligned, else triton_sparse_fp4_exact.
     """
     if out is None:
+        _dims("a_vals", a_vals, 2, "[m, k/4]")
+        _dims("b_fp8", b_fp8, 2, "[n, k]")
         out = torch.empty(a_vals.shape[0], b_fp8.shape[0], dtype=torch.bfloat16, device=b_fp8.device)
-    cuda = _on_hopper(b_fp8) and _aligned(a_vals, a_meta, b_fp8, out)
-    solution = _kernel(SPARSE_DEFINITION, kernel, SPARSE_KERNELS, SPARSE_KERNELS[0 if cuda else 1])
+    solution = _kernel(SPARSE_DEFINITION, kernel, SPARSE_KERNELS,
+                       lambda: _on_hopper(b_fp8) and _aligned(a_vals, a_meta, b_fp8, out))
     solution.sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out)
     return out
