@@ -15,7 +15,6 @@ its layouts modelled in tests/sparse_wgmma_sp_layout.py):
   asynchronous MMA, read while it runs)."""
 
 import re
-import struct
 import sys
 from pathlib import Path
 
@@ -26,7 +25,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import sparse_wgmma_sp_layout as lay  # noqa: E402
-from ptx_model import source_has  # noqa: E402
+import ptx_model  # noqa: E402
+from ptx_model import f2h, h2f, source_has  # noqa: E402
 
 CU = ROOT / "solutions/lowbit/gemm/sparse_gemm_fp4_fp8_n2048_k2048/cuda_sparse_fp4_mma/sparse_wgmma_sp.cuh"
 SRC = CU.read_text()
@@ -41,21 +41,9 @@ def has(*lines):
 # ---------------------------------------------------------------- canon
 
 def prmt(a, b, sel):
-    src = [(a >> (8 * i)) & 255 for i in range(4)] + [(b >> (8 * i)) & 255 for i in range(4)]
-    out = 0
-    for i in range(4):
-        nibble = (sel >> (4 * i)) & 15
-        assert nibble < 8  # no sign-replicate mode
-        out |= src[nibble] << (8 * i)
-    return out
-
-
-def h2f(h):
-    return float(np.frombuffer(struct.pack("<H", h), dtype=np.float16)[0])
-
-
-def f2h(f):
-    return struct.unpack("<H", np.float16(f).tobytes())[0]
+    """ptx_model.prmt, with canon's selectors checked to pick bytes only (no sign replicate)."""
+    assert all((sel >> (4 * i)) & 8 == 0 for i in range(4))
+    return ptx_model.prmt(a, b, sel)
 
 
 def hadd2(a, b):
