@@ -1,5 +1,7 @@
-"""Roofline arithmetic, workload selection, rotation sizing and the CPU-runnable peers."""
+"""Roofline arithmetic, workload selection, rotation sizing, the CPU-runnable peers and the CPU
+check's nvcc compile of CUDA solutions."""
 
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -86,6 +88,31 @@ def test_gpu_only_peers_say_why_on_cpu():
         folder = solution_dir(SPARSE, "peers", "torch_dense_fp8_scaled_mm").parent / "cuda_naive"
         naive = cpu_check.check_solution(folder)
         assert naive.outcome == "skipped" and "CUDA" in naive.detail
+
+
+def _tiny_cuda_solution(tmp_path, author, kernel_body):
+    """A solution folder as the CUDA solutions lay theirs out: build.py's CUDA_FLAGS, one .cu."""
+    folder = tmp_path / author / "cuda_tiny"
+    folder.mkdir(parents=True)
+    (folder / "solution.toml").write_text(f'name = "cuda_tiny"\ndefinition = "{SPARSE}"\nauthor = "{author}"\n'
+                                          '[spec]\nlanguage = "python"\n')
+    (folder / "build.py").write_text('CUDA_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17"]\n')
+    (folder / "k.cu").write_text(f"__global__ void k(float* x) {{ {kernel_body} }}\n")
+    (folder / "main.py").write_text("def run(*args):\n    raise RuntimeError('needs a GPU')\n")
+    return folder
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("author, body, outcome, says", [
+    ("lowbit", "x[threadIdx.x] = 1.0f;", "skipped", "compiled by nvcc (k.cu, its build flags); running it needs"),
+    ("lowbit", "x[threadIdx.x] = ;", "FAILED", "nvcc failed on k.cu"),  # our own: a compile error fails
+    ("peers", "x[threadIdx.x] = ;", "skipped", "nvcc failed on k.cu"),
+])
+def test_cpu_check_compiles_cuda_solutions_with_their_build_flags(tmp_path, author, body, outcome, says):
+    from lowbit_gemm.bench import cpu_check
+
+    ch = cpu_check.check_solution(_tiny_cuda_solution(tmp_path, author, body))
+    assert ch.outcome == outcome and says in ch.detail, ch.detail
 
 
 def test_prebuild_builds_only_solutions_with_cuda_sources(monkeypatch):

@@ -3,18 +3,18 @@ only, no GPU), and ptxas spills no more bytes in any kernel than SPILL_STORES al
 edit made where no GPU is at hand is checked for what the compiler can tell before it reaches
 one. Skipped where nvcc is not on PATH."""
 
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from lowbit_gemm.cuda_compile import compile_solution, nvcc, spill_stores
+
 ROOT = Path(__file__).resolve().parents[1]
 LOWBIT = ROOT / "solutions" / "lowbit" / "gemm"
-SOURCES = {
-    "grouped": LOWBIT / "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048" / "cuda_fp4_wgmma" / "grouped_wgmma.cu",
-    "sparse": LOWBIT / "sparse_gemm_fp4_fp8_n2048_k2048" / "cuda_sparse_fp4_mma" / "sparse_mma.cu",
+FOLDERS = {
+    "grouped": LOWBIT / "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048" / "cuda_fp4_wgmma",
+    "sparse": LOWBIT / "sparse_gemm_fp4_fp8_n2048_k2048" / "cuda_sparse_fp4_mma",
 }
 
 # Spill-store bytes per kernel (ptxas -v, nvcc 13.0, sm_90a), the most each may have. Spills are
@@ -36,29 +36,6 @@ SPILL_STORES = {
     },
 }
 
-NVCC = shutil.which("nvcc")
-
-
-def build_flags(source: Path) -> list:
-    """CUDA_FLAGS as the solution's build.py names them (read from the file: importing it needs
-    the solution's package)."""
-    text = (source.parent / "build.py").read_text()
-    return eval(re.search(r"^CUDA_FLAGS = (\[.*\])$", text, re.M).group(1))  # a literal list of strings
-
-
-def kernel_name(mangled: str) -> str:
-    """'void (anonymous namespace)::regw::regw_gemm(unsigned char const*, ...)' -> 'regw::regw_gemm'."""
-    name = subprocess.run(["c++filt"], input=mangled, capture_output=True, text=True, check=True).stdout.strip()
-    name = name.replace("(anonymous namespace)::", "").removeprefix("void ")
-    return name.split("(")[0]
-
-
-def spills(log: str) -> dict:
-    """ptxas -v's log -> {kernel: spill-store bytes}."""
-    found = re.findall(r"Compiling entry function '(\w+)'.*\n.*\n\s*\d+ bytes stack frame, (\d+) bytes spill stores", log)
-    return {kernel_name(mangled): int(stores) for mangled, stores in found}
-
-
 def budget_row(name: str, budget: dict) -> str:
     """The budget's key for a kernel: its whole name, or for the few-rows and dense-operand
     kernels, whose template instantiations are many, the name without template arguments."""
@@ -71,17 +48,15 @@ def test_spills_of_a_hand_written_log_are_read_per_kernel():
            "    8 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads\n")
     if shutil.which("c++filt") is None:
         pytest.skip("c++filt not on PATH")
-    assert spills(log) == {"regw::regw_gemm": 4}
+    assert spill_stores(log) == {"regw::regw_gemm": 4}
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("solution", sorted(SOURCES))
-def test_cuda_solution_compiles_for_sm90a_within_its_spill_budget(solution, tmp_path):
-    source = SOURCES[solution]
-    cmd = [NVCC, *build_flags(source), "-Xptxas", "-v", "-c", str(source), "-o", str(tmp_path / "k.o")]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-4000:]
-    found = spills(done.stderr)
+@pytest.mark.skipif(nvcc() is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("solution", sorted(FOLDERS))
+def test_cuda_solution_compiles_for_sm90a_within_its_spill_budget(solution):
+    (compiled,) = compile_solution(FOLDERS[solution], verbose=True)  # one .cu a solution
+    assert compiled.ok, compiled.log[-4000:]
+    found = spill_stores(compiled.log)
     budget = SPILL_STORES[solution]
     assert found, "ptxas -v reported no kernels"
     unknown = sorted(name for name in found if budget_row(name, budget) not in budget)

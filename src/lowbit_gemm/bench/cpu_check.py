@@ -5,8 +5,10 @@ before triton is first imported; scripts/run_benchmark.py does that. Each soluti
 through its generic launcher when it has one (grouped_gemm_fp8_fp4_masked /
 sparse_gemm_fp4_fp8: any size), else through run(), on inputs made by lowbit_gemm.testing, and
 compared with the float64 oracles of lowbit_gemm.oracle. A solution that cannot run on a CPU
-at all (CUDA sources, cuSPARSELt, DeepGEMM) is reported as skipped with the reason; only a
-wrong result, or one of this project's own solutions failing to run, counts as a failure.
+at all (CUDA sources, cuSPARSELt, DeepGEMM) is reported as skipped with the reason; CUDA
+sources that build themselves are compiled by nvcc where it is on PATH (lowbit_gemm.cuda_compile).
+Only a wrong result, or one of this project's own solutions failing to run or to compile, counts
+as a failure.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def check_solution(folder: Path) -> Check:
     if lang not in ("python", "triton"):
         return Check(d, author, name, "skipped", f"{lang} sources need a CUDA GPU to build")
     if any(folder.glob("*.cu")):  # a Python entry over CUDA it compiles itself
-        return Check(d, author, name, "skipped", "CUDA sources (built on first use) need a CUDA GPU")
+        return _compile_only(d, author, name, folder)
     if d not in LAUNCHERS:
         return Check(d, author, name, "skipped", "no reduced-size case for this definition")
     inputs, expected_m, c = (_grouped_case() if d == GROUPED else _sparse_case())
@@ -89,7 +91,8 @@ def check_solution(folder: Path) -> Check:
         out = call(inputs, expected_m, c)
         out = c if out is None else out
     except Exception as e:
-        why = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        # the first sentence: torch's "operator not for this backend" runs on for lines
+        why = f"{type(e).__name__}: {e}".splitlines()[0].split(". ")[0][:300]
         if author == OWN_AUTHOR:
             return Check(d, author, name, "FAILED", f"raised {why}\n{traceback.format_exc()}")
         return Check(d, author, name, "skipped", f"cannot run on CPU: {why}")
@@ -99,6 +102,23 @@ def check_solution(folder: Path) -> Check:
         return Check(d, author, name, "FAILED", str(e))
     return Check(d, author, name, "ok",
                  f"via {how}: max abs err {s['max_abs']:.3g}, rel norm err {s['rel_norm']:.2g}")
+
+
+def _compile_only(d: str, author: str, name: str, folder: Path) -> Check:
+    """A CUDA solution cannot run here, but nvcc can still compile it for its arch: a compile
+    error in one of this project's own solutions is a failure."""
+    from lowbit_gemm.cuda_compile import compile_solution, nvcc
+
+    if nvcc() is None or not (folder / "build.py").is_file():
+        return Check(d, author, name, "skipped", "CUDA sources (built on first use) need a CUDA GPU")
+    compiled = compile_solution(folder)
+    bad = [c for c in compiled if not c.ok]
+    if bad:
+        log = "\n".join(f"{c.source.name}:\n{c.log[-3000:]}" for c in bad)
+        outcome = "FAILED" if author == OWN_AUTHOR else "skipped"
+        return Check(d, author, name, outcome, f"nvcc failed on {', '.join(c.source.name for c in bad)}\n{log}")
+    return Check(d, author, name, "skipped", f"compiled by nvcc ({', '.join(c.source.name for c in compiled)}, "
+                                             "its build flags); running it needs a Hopper GPU")
 
 
 def check_all(solutions_root: Path, definitions: Optional[List[str]] = None,
