@@ -83,8 +83,8 @@ def test_empty_shapes_and_bad_arguments():
 def test_cancelling_group_beside_far_smaller_ones(orient):
     # One weight row's 128-K block: groups at 2^-6 and 2^-7 and one at 2^25 whose products
     # cancel exactly (codes +v then -v against equal A columns). Summed inside one MMA block,
-    # fp32 loses the small groups behind the large partial sums (H200, emulated MMA, twelfth
-    # session: 0.0315 off at an output of -0.055); such rows (scales more than FOLD_SPREAD
+    # fp32 loses the small groups behind the large partial sums (H200, emulated MMA, 2026-11-30:
+    # 0.0315 off at an output of -0.055); such rows (scales more than FOLD_SPREAD
     # binades apart) take the exact per-32 path.
     a, a_s, b, b_s = make(1, 16, 32, 128, seed=9)
     a = a.clone()

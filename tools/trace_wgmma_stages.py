@@ -44,7 +44,7 @@ def main():
     rows = int(sys.argv[2]) if len(sys.argv) > 2 else 32
     tile = sys.argv[3] if len(sys.argv) > 3 else "128x64"
     src = sys.argv[4] if len(sys.argv) > 4 else str(pg.CU)
-    # one build per source, so that traces of several revisions in one session do not share a library
+    # one build per source, so that traces of several revisions never share a library
     lib_path = f"/tmp/libgrouped_wgmma_trace_{hashlib.sha1(str(Path(src).resolve()).encode()).hexdigest()[:12]}.so"
     if not Path(lib_path).exists() or Path(lib_path).stat().st_mtime < Path(src).stat().st_mtime:
         subprocess.run(pg.nvcc_command(src, lib_path, "LOWBIT_STAGE_TRACE"), check=True)
