@@ -76,6 +76,11 @@ def entry():
     return _ENTRY
 
 
+def _is_hopper(dev: torch.device) -> bool:
+    """The kernels are built for sm_90a: compute capability 9.0 on a CUDA (not ROCm) build."""
+    return dev.type == "cuda" and torch.version.hip is None and torch.cuda.get_device_capability(dev) == (9, 0)
+
+
 def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, entry_point):
     """Validates every argument (ValueError naming it)."""
     if tile is not None and (not isinstance(tile, (tuple, list)) or tuple(tile) not in TILES):
@@ -87,7 +92,7 @@ def _make_plan(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, expected_m, tile, en
     if tile is not None and n % tile[1]:
         raise ValueError(f"tile: {tuple(tile)} needs n (b_fp4's dimension 1) a multiple of {tile[1]}, got {n}")
     dev = a_fp8.device
-    if dev.type != "cuda" or torch.version.hip is not None or torch.cuda.get_device_capability(dev) != (9, 0):
+    if not _is_hopper(dev):
         raise ValueError(f"a_fp8: expected a tensor on a Hopper GPU (sm_90a, compute capability 9.0), got {dev}")
     if g * -(-max_m // 128) * (n // 128) >= 2 ** 30:
         raise ValueError(f"a_fp8: at most 2^30 - 1 tiles of 128 x 128 in all groups, got shape {tuple(a_fp8.shape)}")

@@ -72,6 +72,11 @@ def entry():
     return _LIB
 
 
+def _is_hopper(dev: torch.device) -> bool:
+    """The kernels are built for sm_90a: compute capability 9.0 on a CUDA (not ROCm) build."""
+    return dev.type == "cuda" and torch.version.hip is None and torch.cuda.get_device_capability(dev) == (9, 0)
+
+
 def _make_plan(a_vals, a_meta, b_fp8, c, tile, definition_entry):
     """Validates every argument (ValueError naming it) and chooses the path and tile."""
     if tile is not None and tile not in PATHS and (not isinstance(tile, (tuple, list)) or tuple(tile) not in TILES):
@@ -91,7 +96,7 @@ def _make_plan(a_vals, a_meta, b_fp8, c, tile, definition_entry):
     check_tensor("a_meta", a_meta, _BYTES, (m, k // 4), dev)
     check_tensor("b_fp8", b_fp8, (torch.float8_e4m3fn,), (n, k), dev)
     check_tensor("c", c, (torch.bfloat16,), (m, n), dev)
-    if dev.type != "cuda" or torch.version.hip is not None or torch.cuda.get_device_capability(dev) != (9, 0):
+    if not _is_hopper(dev):
         raise ValueError(f"b_fp8: expected a tensor on a Hopper GPU (sm_90a, compute capability 9.0), got {dev}")
     if m == 0:
         return _Plan(True)
