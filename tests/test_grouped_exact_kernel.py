@@ -161,6 +161,15 @@ def test_bad_arguments_name_the_argument(bad):
             main.grouped_gemm_fp8_fp4_masked(**args)
 
 
+def test_a_float_hint_is_refused_after_an_equal_int_one_made_the_plan():
+    a, a_s, b, b_s = make(2, 8, 32, 256)
+    args = dict(a_fp8=a, a_scale=a_s, b_fp4=b, b_scale=b_s, masked_m=torch.zeros(2, dtype=torch.int32),
+                c=torch.empty(2, 8, 32, dtype=torch.bfloat16))
+    main.grouped_gemm_fp8_fp4_masked(**args, expected_m=4)
+    with pytest.raises(ValueError, match="expected_m"):
+        main.grouped_gemm_fp8_fp4_masked(**args, expected_m=4.0)
+
+
 # --- The one-pass form's PTX decode cannot run in the interpreter: its text is executed here
 # --- by a small emulator of the instructions it uses, on every byte in every position.
 

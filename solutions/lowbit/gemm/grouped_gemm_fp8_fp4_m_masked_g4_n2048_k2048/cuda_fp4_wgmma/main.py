@@ -25,7 +25,6 @@ first use); the workspace of the forms with a first pass is allocated per call.
 """
 
 import ctypes
-import numbers
 from pathlib import Path
 from typing import NamedTuple
 
@@ -121,7 +120,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
                a_fp8.device, a_scale.device, b_fp4.device, b_scale.device, masked_m.device, c.device,
                a_fp8.is_contiguous() and a_scale.is_contiguous() and b_fp4.is_contiguous()
                and b_scale.is_contiguous() and masked_m.is_contiguous() and c.is_contiguous(),
-               expected_m if expected_m is None or isinstance(expected_m, numbers.Integral) else "bad", tile, _entry)
+               type(expected_m), expected_m, tile, _entry)  # a float hint equals an int one, and is refused
         plan = _PLANS.get(key)
     except (AttributeError, TypeError):  # not tensors: validate below
         key = plan = None
