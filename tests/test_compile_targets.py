@@ -1,5 +1,5 @@
-"""Every Triton kernel launch of the Triton solutions compiles for each GPU its solution.toml
-lists: sm_90a for H200 / H100, sm_100a for B200.
+"""Every Triton kernel launch of this project's Triton solutions (the lowbit folders without CUDA
+sources) compiles for each GPU its solution.toml lists: sm_90a for H200 / H100, sm_100a for B200.
 
 The B200 entries cannot run here, and Triton compiles for a GPU it is not running on (its wheel
 carries ptxas), so this file catches, without any GPU, a kernel that would fail to compile on
@@ -46,12 +46,16 @@ try:  # Triton internals this file binds launches with (the same in 3.6 and 3.9)
 except ImportError:  # another Triton: the test skips (see _missing_toolchain) rather than fail
     MockTensor = create_function_from_signature = None
 
+from lowbit_gemm.packing import solution_folders
 from lowbit_gemm.solutions import load_solution_folder, solution_dir
 
+ROOT = Path(__file__).resolve().parents[1]
 GROUPED_DEF = "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048"
 SPARSE_DEF = "sparse_gemm_fp4_fp8_n2048_k2048"
-SOLUTIONS = ((GROUPED_DEF, "triton_fp4_exact_mma"), (GROUPED_DEF, "triton_fp4_dot_scaled"),
-             (SPARSE_DEF, "triton_sparse_fp4_exact"))
+# every Triton solution of this project: a lowbit folder of either definition without CUDA sources
+SOLUTIONS = tuple((folder.parent.name, folder.name)
+                  for folder in solution_folders(ROOT / "solutions" / "lowbit")
+                  if folder.parent.name in (GROUPED_DEF, SPARSE_DEF) and not any(folder.glob("*.cu")))
 G, N, K = 4, 2048, 2048
 GROUPED_MAX_M = (1, 16, 32, 64, 128, 200, 256, 512, 1024, 4096)
 EXPECTED_M = (None, 1, 16, 32, 64, 128, 256, 512)
@@ -235,7 +239,7 @@ def _compile_results():
     subprocess per GPU, run side by side, without TRITON_INTERPRET."""
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1] / "src"),
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"),
                                                       env.get("PYTHONPATH")]))
     worker = str(Path(__file__).resolve())
     results = {}
@@ -288,7 +292,9 @@ def test_launch_compiles(arch, launch_id):
     assert problem is None, f"sm_{arch}a, {launch_id}: {problem}"
 
 
-def test_every_listed_gpu_has_a_target():
+def test_every_triton_solution_is_compiled_for_a_listed_gpu():
+    names = {name for _, name in SOLUTIONS}
+    assert {"triton_fp4_exact_mma", "triton_fp4_dot_scaled", "triton_sparse_fp4_exact"} <= names
     for definition, name in SOLUTIONS:
         assert archs(definition, name), name
     assert 100 in archs(GROUPED_DEF, "triton_fp4_dot_scaled")
