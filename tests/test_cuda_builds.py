@@ -9,19 +9,18 @@ from pathlib import Path
 import pytest
 
 from lowbit_gemm.cuda_compile import compile_solution, nvcc, spill_stores
+from lowbit_gemm.packing import solution_folders
 
 ROOT = Path(__file__).resolve().parents[1]
-LOWBIT = ROOT / "solutions" / "lowbit" / "gemm"
-FOLDERS = {
-    "grouped": LOWBIT / "grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048" / "cuda_fp4_wgmma",
-    "sparse": LOWBIT / "sparse_gemm_fp4_fp8_n2048_k2048" / "cuda_sparse_fp4_mma",
-}
+# every CUDA solution of this project that builds itself: a lowbit folder with .cu sources and a build.py
+FOLDERS = {folder.name: folder for folder in solution_folders(ROOT / "solutions" / "lowbit")
+           if any(folder.glob("*.cu")) and (folder / "build.py").is_file()}
 
 # Spill-store bytes per kernel (ptxas -v, nvcc 13.0, sm_90a), the most each may have. Spills are
 # outside the K loops where a design doc names them (grouped_gemm_wgmma.md); a kernel the
 # compiler reports that is missing here fails the test, so a new one gets its row.
 SPILL_STORES = {
-    "grouped": {
+    "cuda_fp4_wgmma": {
         "grouped_sync_kernel<2, 2, 1>": 0, "grouped_sync_kernel<2, 1, 2>": 0,
         "grouped_swapped_kernel<32, 4>": 4,
         "grouped_wgmma_kernel<64>": 0, "grouped_wgmma_kernel<128>": 28,
@@ -29,7 +28,7 @@ SPILL_STORES = {
         "prepared::prepare_kernel<true>": 0, "prepared::prepare_kernel<false>": 0,
         "prepared::prepared_gemm": 40,
     },
-    "sparse": {
+    "cuda_sparse_fp4_mma": {
         "sparse_small_m_kernel": 0, "dense_operands_kernel": 0,
         "sp_wgmma::prep": 0, "sp_wgmma::sp_gemm<2, 128>": 0, "sp_wgmma::sp_gemm<1, 128>": 0,
         "sp_wgmma::sp_gemm<1, 64>": 0,
@@ -51,13 +50,19 @@ def test_spills_of_a_hand_written_log_are_read_per_kernel():
     assert spill_stores(log) == {"regw::regw_gemm": 4}
 
 
+def test_every_cuda_solution_has_a_spill_budget():
+    assert set(FOLDERS) == set(SPILL_STORES) and set(FOLDERS) >= {"cuda_fp4_wgmma", "cuda_sparse_fp4_mma"}
+
+
 @pytest.mark.skipif(nvcc() is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("solution", sorted(FOLDERS))
 def test_cuda_solution_compiles_for_sm90a_within_its_spill_budget(solution):
-    (compiled,) = compile_solution(FOLDERS[solution], verbose=True)  # one .cu a solution
-    assert compiled.ok, compiled.log[-4000:]
-    found = spill_stores(compiled.log)
-    budget = SPILL_STORES[solution]
+    compiled = compile_solution(FOLDERS[solution], verbose=True)
+    assert all(c.ok for c in compiled), "\n".join(c.log[-4000:] for c in compiled if not c.ok)
+    found = {}
+    for c in compiled:
+        found.update(spill_stores(c.log))
+    budget = SPILL_STORES.get(solution, {})
     assert found, "ptxas -v reported no kernels"
     unknown = sorted(name for name in found if budget_row(name, budget) not in budget)
     assert not unknown, f"kernels without a row in SPILL_STORES[{solution!r}]: {unknown}"
