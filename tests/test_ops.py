@@ -62,6 +62,7 @@ def test_auto_takes_the_cuda_grouped_kernel_on_hopper_where_it_takes_the_tensors
                                                                                   chosen):
     names = []
     monkeypatch.setattr(ops, "_on_hopper", lambda t: hopper)
+    monkeypatch.setattr(ops, "_cuda_toolkit", lambda: True)
     monkeypatch.setattr(ops, "load_solution", lambda d, author, name: names.append(name) or _Chosen(name))
     a, a_scale, b, b_scale, masked_m, _ = grouped_inputs(4, [3, 2], n=n, k=256)
     if offset:
@@ -78,6 +79,7 @@ def test_auto_takes_the_cuda_grouped_kernel_on_hopper_where_it_takes_the_tensors
 def test_auto_takes_the_cuda_sparse_kernel_on_hopper_where_it_takes_the_tensors(monkeypatch, hopper, offset, chosen):
     names = []
     monkeypatch.setattr(ops, "_on_hopper", lambda t: hopper)
+    monkeypatch.setattr(ops, "_cuda_toolkit", lambda: True)
     monkeypatch.setattr(ops, "load_solution", lambda d, author, name: names.append(name) or _Chosen(name))
     a_vals, a_meta, b = sparse_pruned_inputs(5, n=64, k=256)
     out = torch.empty(5 * 64 + 8, dtype=torch.bfloat16)[offset:offset + 5 * 64].view(5, 64)
@@ -106,3 +108,21 @@ def test_a_wrong_rank_is_named_before_the_output_is_allocated(call, match):
     sparse = sparse_pruned_inputs(3, n=64, k=256)
     with pytest.raises(ValueError, match=match):
         call(grouped, sparse)
+
+
+def test_auto_on_hopper_without_a_cuda_toolkit_takes_triton_and_says_so(monkeypatch):
+    import torch.utils.cpp_extension as cpp_extension
+
+    names = []
+    monkeypatch.setattr(ops, "_on_hopper", lambda t: True)
+    monkeypatch.setattr(cpp_extension, "CUDA_HOME", None)
+    monkeypatch.setattr(ops, "load_solution", lambda d, author, name: names.append(name) or _Chosen(name))
+    ops._cuda_toolkit.cache_clear()
+    try:
+        a_vals, a_meta, b = sparse_pruned_inputs(5, n=64, k=256)
+        with pytest.warns(RuntimeWarning, match="no CUDA toolkit"):
+            lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b)
+        lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b)  # asked once a process
+        assert names == ["triton_sparse_fp4_exact"] * 2
+    finally:
+        ops._cuda_toolkit.cache_clear()

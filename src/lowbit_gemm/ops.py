@@ -3,14 +3,17 @@
 Each allocates the output where none is given and calls the generic launcher of a leaderboard
 solution, so the library and the entries can never drift apart. ``kernel="auto"`` takes the
 exact one that is faster as a caller sees it: on Hopper (compute capability 9.0) the CUDA
-solution where it takes the tensors (built with nvcc for sm_90a on first use), elsewhere the
-Triton one, which runs on any GPU Triton supports and on the CPU under the interpreter. The
-figures behind the choice are the harness means in docs/results.md (H200, host time included:
-the CUDA solutions take less at every workload of both definitions but one, sparse m 16, where
-the two means are 0.4 µs apart).
+solution where it takes the tensors (built with nvcc for sm_90a on first use; without a CUDA
+toolkit the Triton one, with a warning), elsewhere the Triton one, which runs on any GPU Triton
+supports and on the CPU under the interpreter. The figures behind the choice are the harness
+means in docs/results.md (H200, host time included: the CUDA solutions take less at every
+workload of both definitions but one, sparse m 16, where the two means are 0.4 µs apart).
 """
 
 from __future__ import annotations
+
+import functools
+import warnings
 
 import torch
 
@@ -26,6 +29,23 @@ SPARSE_KERNELS = ("cuda_sparse_fp4_mma", "triton_sparse_fp4_exact")
 
 def _on_hopper(t: torch.Tensor) -> bool:
     return t.is_cuda and torch.version.hip is None and torch.cuda.get_device_capability(t.device) == (9, 0)
+
+
+@functools.cache
+def _cuda_toolkit() -> bool:
+    """Whether torch's cpp_extension, which builds the CUDA solutions on their first call, finds
+    a CUDA toolkit (nvcc). Without one 'auto' takes the Triton solutions, and says so once."""
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    if CUDA_HOME is None:
+        warnings.warn("lowbit_gemm: no CUDA toolkit (nvcc) found to build the CUDA kernels on this Hopper GPU; "
+                      "kernel='auto' takes the Triton ones", RuntimeWarning, stacklevel=4)
+    return CUDA_HOME is not None
+
+
+def _cuda_fits(t: torch.Tensor, *tensors: torch.Tensor) -> bool:
+    """'auto' takes the CUDA solution: on Hopper, with a toolkit to build it, every tensor aligned."""
+    return _on_hopper(t) and _cuda_toolkit() and _aligned(*tensors)
 
 
 def _aligned(*tensors: torch.Tensor) -> bool:
@@ -64,8 +84,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, expect
         g, max_m, _ = a_fp8.shape
         out = torch.empty(g, max_m, b_fp4.shape[1], dtype=torch.bfloat16, device=a_fp8.device)
     solution = _kernel(GROUPED_DEFINITION, kernel, GROUPED_KERNELS,
-                       lambda: _on_hopper(a_fp8) and b_fp4.shape[1] % 128 == 0
-                       and _aligned(a_fp8, a_scale, b_fp4, b_scale, out))
+                       lambda: b_fp4.shape[1] % 128 == 0 and _cuda_fits(a_fp8, a_fp8, a_scale, b_fp4, b_scale, out))
     solution.grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, out, expected_m=expected_m)
     return out
 
@@ -82,6 +101,6 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out: torch.Tensor | None = None, 
         _dims("b_fp8", b_fp8, 2, "[n, k]")
         out = torch.empty(a_vals.shape[0], b_fp8.shape[0], dtype=torch.bfloat16, device=b_fp8.device)
     solution = _kernel(SPARSE_DEFINITION, kernel, SPARSE_KERNELS,
-                       lambda: _on_hopper(b_fp8) and _aligned(a_vals, a_meta, b_fp8, out))
+                       lambda: _cuda_fits(b_fp8, a_vals, a_meta, b_fp8, out))
     solution.sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out)
     return out
