@@ -120,7 +120,7 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, c, exp
                a_fp8.device, a_scale.device, b_fp4.device, b_scale.device, masked_m.device, c.device,
                a_fp8.is_contiguous() and a_scale.is_contiguous() and b_fp4.is_contiguous()
                and b_scale.is_contiguous() and masked_m.is_contiguous() and c.is_contiguous(),
-               type(expected_m), expected_m, tile, _entry)  # a float hint equals an int one, and is refused
+               type(expected_m), expected_m, tile, _entry)  # 4.0 == 4: a float hint must not take 4's plan
         plan = _PLANS.get(key)
     except (AttributeError, TypeError):  # not tensors: validate below
         key = plan = None
