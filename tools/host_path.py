@@ -75,8 +75,9 @@ def recorded(lib: ctypes.CDLL) -> SimpleNamespace:
 
 
 @contextlib.contextmanager
-def stubbed(solution, lib: ctypes.CDLL, sms: int = 132):
-    """main.py of the solution calling the stub library, with the CPU taken for a Hopper GPU."""
+def stubbed(solution, lib: ctypes.CDLL, sms: int = 132, stream: int = STREAM):
+    """main.py of the solution calling lib (the stub, or a real build), with the CPU taken for a
+    Hopper GPU whose current stream is `stream`."""
     main = load_solution(*solution[:1], "lowbit", solution[1])
     mod = sys.modules[main.run.__module__]
     with contextlib.ExitStack() as stack:
@@ -90,7 +91,7 @@ def stubbed(solution, lib: ctypes.CDLL, sms: int = 132):
         stack.enter_context(mock.patch.object(torch.cuda, "current_device", lambda: None))
         stack.enter_context(mock.patch.object(torch.cuda, "get_device_properties",
                                               lambda dev: SimpleNamespace(multi_processor_count=sms)))
-        stack.enter_context(mock.patch.object(torch._C, "_cuda_getCurrentRawStream", lambda dev: STREAM, create=True))
+        stack.enter_context(mock.patch.object(torch._C, "_cuda_getCurrentRawStream", lambda dev: stream, create=True))
         yield mod
 
 

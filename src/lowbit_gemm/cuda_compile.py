@@ -52,6 +52,22 @@ def compile_solution(folder: Path, verbose: bool = False) -> list:
     return out
 
 
+def build_shared_library(folder: Path, directory: Path) -> Path:
+    """The folder's one .cu built as the shared library its build.py makes (with its flags), at
+    directory/lib<stem>.so. Its C entries load and run on a machine without a GPU: their argument
+    checks answer, and their first CUDA call returns the runtime's no-driver or no-device code."""
+    exe = nvcc()
+    if exe is None:
+        raise FileNotFoundError("nvcc is not on PATH")
+    (source,) = sorted(Path(folder).glob("*.cu"))
+    lib = Path(directory) / f"lib{source.stem}.so"
+    done = subprocess.run([exe, *build_flags(folder), "-shared", "-Xcompiler", "-fPIC", str(source), "-o", str(lib)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"nvcc failed on {source}:\n{done.stderr[-4000:]}")
+    return lib
+
+
 def _kernel_name(mangled: str) -> str:
     """'void (anonymous namespace)::regw::regw_gemm(unsigned char const*, ...)' -> 'regw::regw_gemm'."""
     name = mangled
