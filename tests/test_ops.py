@@ -126,3 +126,16 @@ def test_auto_on_hopper_without_a_cuda_toolkit_takes_triton_and_says_so(monkeypa
         assert names == ["triton_sparse_fp4_exact"] * 2
     finally:
         ops._cuda_toolkit.cache_clear()
+
+
+@pytest.mark.parametrize("definition, out, match", [
+    ("sparse", torch.empty(3, 64), r"out: expected dtype torch.bfloat16, got torch.float32"),
+    ("grouped", torch.empty(2, 4, 63, dtype=torch.bfloat16), r"out: expected shape \(2, 4, 64\)"),
+])
+def test_a_wrong_out_is_named_out(definition, out, match):
+    with pytest.raises(ValueError, match=match):
+        if definition == "sparse":
+            lg.sparse_gemm_fp4_fp8(*sparse_pruned_inputs(3, n=64, k=256), out=out)
+        else:
+            a, a_scale, b, b_scale, masked_m, _ = grouped_inputs(4, [3, 2], n=64, k=256)
+            lg.grouped_gemm_fp8_fp4_masked(a, a_scale, b, b_scale, masked_m, out=out)

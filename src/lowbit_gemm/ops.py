@@ -59,6 +59,16 @@ def _dims(name: str, t, dims: int, layout: str) -> None:
         raise ValueError(f"{name}: expected a {dims}-D tensor {layout}, got {got}")
 
 
+def _named_out(call):
+    """Runs call(); the solutions name the output `c`, the caller passed it as `out`."""
+    try:
+        return call()
+    except ValueError as e:
+        if str(e).startswith("c: "):
+            raise ValueError("out: " + str(e)[3:]) from None
+        raise
+
+
 def _kernel(definition: str, kernel: str, kernels: tuple, cuda_fits) -> object:
     """The named solution, or for "auto" kernels[0] (CUDA) where cuda_fits() holds, else
     kernels[1]; cuda_fits runs only for "auto" (it reads the device's capability)."""
@@ -85,7 +95,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, expect
         out = torch.empty(g, max_m, b_fp4.shape[1], dtype=torch.bfloat16, device=a_fp8.device)
     solution = _kernel(GROUPED_DEFINITION, kernel, GROUPED_KERNELS,
                        lambda: b_fp4.shape[1] % 128 == 0 and _cuda_fits(a_fp8, a_fp8, a_scale, b_fp4, b_scale, out))
-    solution.grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, out, expected_m=expected_m)
+    _named_out(lambda: solution.grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, out,
+                                                            expected_m=expected_m))
     return out
 
 
@@ -102,5 +113,5 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out: torch.Tensor | None = None, 
         out = torch.empty(a_vals.shape[0], b_fp8.shape[0], dtype=torch.bfloat16, device=b_fp8.device)
     solution = _kernel(SPARSE_DEFINITION, kernel, SPARSE_KERNELS,
                        lambda: _cuda_fits(b_fp8, a_vals, a_meta, b_fp8, out))
-    solution.sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out)
+    _named_out(lambda: solution.sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out))
     return out
