@@ -139,3 +139,9 @@ def test_a_wrong_out_is_named_out(definition, out, match):
         else:
             a, a_scale, b, b_scale, masked_m, _ = grouped_inputs(4, [3, 2], n=64, k=256)
             lg.grouped_gemm_fp8_fp4_masked(a, a_scale, b, b_scale, masked_m, out=out)
+
+
+def test_cpu_tensors_without_the_interpreter_are_named(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(ValueError, match="b_fp8: a cpu tensor; the Triton kernels run off the GPU only under"):
+        lg.sparse_gemm_fp4_fp8(*sparse_pruned_inputs(3, n=64, k=256))

@@ -13,6 +13,7 @@ workload of both definitions but one, sparse m 16, where the two means are 0.4 Â
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 
 import torch
@@ -69,13 +70,17 @@ def _named_out(call):
         raise
 
 
-def _kernel(definition: str, kernel: str, kernels: tuple, cuda_fits) -> object:
+def _kernel(definition: str, kernel: str, kernels: tuple, cuda_fits, name: str, t: torch.Tensor) -> object:
     """The named solution, or for "auto" kernels[0] (CUDA) where cuda_fits() holds, else
-    kernels[1]; cuda_fits runs only for "auto" (it reads the device's capability)."""
+    kernels[1]; cuda_fits runs only for "auto" (it reads the device's capability). A Triton
+    solution off the GPU needs the interpreter: `name` names the tensor t in the error."""
     if kernel == "auto":
         kernel = kernels[0 if cuda_fits() else 1]
     elif kernel not in kernels:
         raise ValueError(f"kernel: expected 'auto' or one of {kernels}, got {kernel!r}")
+    if kernel.startswith("triton") and not t.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        raise ValueError(f"{name}: a {t.device.type} tensor; the Triton kernels run off the GPU only under the "
+                         "Triton interpreter (TRITON_INTERPRET=1 set before triton is imported)")
     return load_solution(definition, "lowbit", kernel)
 
 
@@ -94,7 +99,8 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, expect
         g, max_m, _ = a_fp8.shape
         out = torch.empty(g, max_m, b_fp4.shape[1], dtype=torch.bfloat16, device=a_fp8.device)
     solution = _kernel(GROUPED_DEFINITION, kernel, GROUPED_KERNELS,
-                       lambda: b_fp4.shape[1] % 128 == 0 and _cuda_fits(a_fp8, a_fp8, a_scale, b_fp4, b_scale, out))
+                       lambda: b_fp4.shape[1] % 128 == 0 and _cuda_fits(a_fp8, a_fp8, a_scale, b_fp4, b_scale, out),
+                       "a_fp8", a_fp8)
     _named_out(lambda: solution.grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, out,
                                                             expected_m=expected_m))
     return out
@@ -112,6 +118,6 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out: torch.Tensor | None = None, 
         _dims("b_fp8", b_fp8, 2, "[n, k]")
         out = torch.empty(a_vals.shape[0], b_fp8.shape[0], dtype=torch.bfloat16, device=b_fp8.device)
     solution = _kernel(SPARSE_DEFINITION, kernel, SPARSE_KERNELS,
-                       lambda: _cuda_fits(b_fp8, a_vals, a_meta, b_fp8, out))
+                       lambda: _cuda_fits(b_fp8, a_vals, a_meta, b_fp8, out), "b_fp8", b_fp8)
     _named_out(lambda: solution.sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out))
     return out
