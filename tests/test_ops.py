@@ -63,7 +63,7 @@ def test_auto_takes_the_cuda_grouped_kernel_on_hopper_where_it_takes_the_tensors
     names = []
     monkeypatch.setattr(ops, "_on_hopper", lambda t: hopper)
     monkeypatch.setattr(ops, "_cuda_toolkit", lambda: True)
-    monkeypatch.setattr(ops, "load_solution", lambda d, author, name: names.append(name) or _Chosen(name))
+    monkeypatch.setattr(ops, "_solution", lambda d, name: names.append(name) or _Chosen(name))
     a, a_scale, b, b_scale, masked_m, _ = grouped_inputs(4, [3, 2], n=n, k=256)
     if offset:
         a = torch.empty(a.numel() + 16, dtype=torch.uint8)[offset:offset + a.numel()].view(a.dtype).view(a.shape)
@@ -80,7 +80,7 @@ def test_auto_takes_the_cuda_sparse_kernel_on_hopper_where_it_takes_the_tensors(
     names = []
     monkeypatch.setattr(ops, "_on_hopper", lambda t: hopper)
     monkeypatch.setattr(ops, "_cuda_toolkit", lambda: True)
-    monkeypatch.setattr(ops, "load_solution", lambda d, author, name: names.append(name) or _Chosen(name))
+    monkeypatch.setattr(ops, "_solution", lambda d, name: names.append(name) or _Chosen(name))
     a_vals, a_meta, b = sparse_pruned_inputs(5, n=64, k=256)
     out = torch.empty(5 * 64 + 8, dtype=torch.bfloat16)[offset:offset + 5 * 64].view(5, 64)
     lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b, out=out)
@@ -116,7 +116,7 @@ def test_auto_on_hopper_without_a_cuda_toolkit_takes_triton_and_says_so(monkeypa
     names = []
     monkeypatch.setattr(ops, "_on_hopper", lambda t: True)
     monkeypatch.setattr(cpp_extension, "CUDA_HOME", None)
-    monkeypatch.setattr(ops, "load_solution", lambda d, author, name: names.append(name) or _Chosen(name))
+    monkeypatch.setattr(ops, "_solution", lambda d, name: names.append(name) or _Chosen(name))
     ops._cuda_toolkit.cache_clear()
     try:
         a_vals, a_meta, b = sparse_pruned_inputs(5, n=64, k=256)
@@ -145,3 +145,31 @@ def test_cpu_tensors_without_the_interpreter_are_named(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(ValueError, match="b_fp8: a cpu tensor; the Triton kernels run off the GPU only under"):
         lg.sparse_gemm_fp4_fp8(*sparse_pruned_inputs(3, n=64, k=256))
+
+
+def test_the_capability_is_asked_once_a_device(monkeypatch):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    asked = []
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index: asked.append(index) or (9, 0))
+    ops._capability.cache_clear()
+    try:
+        with FakeTensorMode():
+            t = torch.empty(4, device="cuda:0")
+            assert ops._on_hopper(t) and ops._on_hopper(t)
+        assert asked == [0]
+    finally:
+        ops._capability.cache_clear()
+
+
+def test_a_solution_is_loaded_once_a_process(monkeypatch):
+    loads = []
+    monkeypatch.setattr(ops, "load_solution", lambda d, author, name: loads.append(name) or _Chosen(name))
+    ops._solution.cache_clear()
+    try:
+        a_vals, a_meta, b = sparse_pruned_inputs(3, n=64, k=256)
+        for _ in range(3):
+            lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b, kernel="triton_sparse_fp4_exact")
+        assert loads == ["triton_sparse_fp4_exact"]
+    finally:
+        ops._solution.cache_clear()

@@ -28,8 +28,13 @@ SPARSE_DEFINITION = "sparse_gemm_fp4_fp8_n2048_k2048"
 SPARSE_KERNELS = ("cuda_sparse_fp4_mma", "triton_sparse_fp4_exact")
 
 
+@functools.cache
+def _capability(index: int) -> tuple:
+    return torch.cuda.get_device_capability(index)  # a device query, asked once a device
+
+
 def _on_hopper(t: torch.Tensor) -> bool:
-    return t.is_cuda and torch.version.hip is None and torch.cuda.get_device_capability(t.device) == (9, 0)
+    return t.is_cuda and torch.version.hip is None and _capability(t.get_device()) == (9, 0)
 
 
 @functools.cache
@@ -70,6 +75,13 @@ def _named_out(call):
         raise
 
 
+@functools.cache
+def _solution(definition: str, kernel: str):
+    """The solution's main module, imported once a process: load_solution looks for its folder
+    on disk, ~17 µs a call on a CPU, which a library call must not pay each time."""
+    return load_solution(definition, "lowbit", kernel)
+
+
 def _kernel(definition: str, kernel: str, kernels: tuple, cuda_fits, name: str, t: torch.Tensor) -> object:
     """The named solution, or for "auto" kernels[0] (CUDA) where cuda_fits() holds, else
     kernels[1]; cuda_fits runs only for "auto" (it reads the device's capability). A Triton
@@ -81,7 +93,7 @@ def _kernel(definition: str, kernel: str, kernels: tuple, cuda_fits, name: str, 
     if kernel.startswith("triton") and not t.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
         raise ValueError(f"{name}: a {t.device.type} tensor; the Triton kernels run off the GPU only under the "
                          "Triton interpreter (TRITON_INTERPRET=1 set before triton is imported)")
-    return load_solution(definition, "lowbit", kernel)
+    return _solution(definition, kernel)
 
 
 def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, expected_m=None,
