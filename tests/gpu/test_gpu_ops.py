@@ -30,3 +30,17 @@ def test_sparse_auto_is_exact(m):
     assert lg.sparse_gemm_fp4_fp8(a_vals, a_meta, b, out=out) is out
     torch.cuda.synchronize()
     check_accuracy(out.cpu(), sparse_gemm_oracle(a_vals.cpu(), a_meta.cpu(), b.cpu()))
+
+
+def test_custom_operators_in_a_compiled_function_are_exact():
+    a, a_scale, b, b_scale, masked_m, _ = grouped_inputs(64, [64, 40, -3, 33], n=256, k=512, device="cuda")
+    a_vals, a_meta, b8 = sparse_pruned_inputs(300, n=256, k=512, device="cuda")
+
+    def layer():
+        return (torch.ops.lowbit.grouped_gemm_fp8_fp4_masked(a, a_scale, b, b_scale, masked_m, 40),
+                torch.ops.lowbit.sparse_gemm_fp4_fp8(a_vals, a_meta, b8))
+
+    grouped, sparse = torch.compile(layer, backend="aot_eager", fullgraph=True)()
+    torch.cuda.synchronize()
+    check_accuracy(grouped.cpu(), grouped_gemm_oracle(*(t.cpu() for t in (a, a_scale, b, b_scale, masked_m))))
+    check_accuracy(sparse.cpu(), sparse_gemm_oracle(a_vals.cpu(), a_meta.cpu(), b8.cpu()))
