@@ -2,8 +2,11 @@
 each m (and the few-rows kernel's tile where the rules choose it), for choosing heuristics.RULES: the output against the float64 oracle (B over e4m3's
 full range, random meta bytes), then the GPU time (CUDA-graph replay median, cold L2) and a
 host-inclusive mean (back-to-back calls, as FlashInfer-Bench times them), beside cuBLAS's dense
-fp16 GEMM on pre-decoded operands. On a Hopper GPU host:
-  PYTHONPATH=src python3 tools/time_sparse_paths.py [--ms 256,512,1024,2048,3072,4096,8192] [--paths wgmma_sp_128,dense]"""
+fp16 GEMM on pre-decoded operands. --regw-proxy adds, up to m 1024, the grouped CUDA solution's
+register-weights form on one group of m rows (n, k the same): weights decoded into dense wgmma's
+register operand, tokens' fp16 images from a first pass, no pass over the weights; the time of the
+sparse form with no pass over B (sparse_gemm.md, next item 2) before it is built. On a Hopper host:
+  PYTHONPATH=src python3 tools/time_sparse_paths.py [--ms 256,512,1024,2048,3072,4096,8192] [--paths wgmma_sp_128,dense] [--regw-proxy]"""
 
 import argparse
 
@@ -14,7 +17,7 @@ from lowbit_gemm.bench.timing import time_call
 from lowbit_gemm.numerics import sparse_a_dense
 from lowbit_gemm.oracle import check_accuracy, sparse_gemm_oracle
 from lowbit_gemm.solutions import load_solution
-from lowbit_gemm.testing import nan_output, sparse_random_inputs
+from lowbit_gemm.testing import grouped_inputs, nan_output, sparse_random_inputs
 
 DEF, SOL = "sparse_gemm_fp4_fp8_n2048_k2048", "cuda_sparse_fp4_mma"
 N = K = 2048
@@ -25,6 +28,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ms", default="256,512,1024,2048,3072,4096,8192")
     ap.add_argument("--paths", default="", help="comma-separated paths to time (default: every path)")
+    ap.add_argument("--regw-proxy", action="store_true", help="also time the grouped register-weights form, g 1")
     args = ap.parse_args()
     only = set(args.paths.split(",")) if args.paths else None  # the paths to time; None: all
     mod = load_solution(DEF, "lowbit", SOL)
@@ -52,6 +56,26 @@ def main():
             t_host = harness_mean_us(lambda: fn(a_vals, a_meta, b, c), 50)
             print(f"| {m} | {path} | {'yes' if path == chosen else ''} | {worst} | {t_gpu:.1f} | {t_host:.1f} | "
                   f"{t_cublas:.1f} |", flush=True)
+        if args.regw_proxy and m <= 1024:
+            print(f"| {m} | grouped register-weights, g 1 (proxy) | | {regw_proxy(m)} |", flush=True)
+
+
+def regw_proxy(m):
+    """'check, GPU us, host-inclusive us' of the grouped solution's 256 x 128 register-weights form
+    on one group of m token rows, all of them computed."""
+    from lowbit_gemm.oracle import grouped_gemm_oracle
+
+    grouped = load_solution("grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048", "lowbit", "cuda_fp4_wgmma")
+    ins = [t.cuda() for t in grouped_inputs(m, [m], N, K, seed=m)[:5]]
+    c = nan_output((1, m, N), "cuda")
+    fn = lambda a, a_s, b, b_s, mm, o: grouped.grouped_gemm_fp8_fp4_masked(  # noqa: E731
+        a, a_s, b, b_s, mm, o, expected_m=m, tile=(256, 128, "register"))
+    fn(*ins, c)
+    torch.cuda.synchronize()
+    st = check_accuracy(c.cpu(), grouped_gemm_oracle(*(t.cpu() for t in ins)), what=f"regw proxy m {m}")
+    t_gpu = time_call(fn, [*ins, c], l2_bytes=L2).median_us
+    t_host = harness_mean_us(lambda: fn(*ins, c), 50)
+    return f"{st['mismatches']} bad | {t_gpu:.1f} | {t_host:.1f} |"
 
 
 if __name__ == "__main__":
