@@ -11,6 +11,8 @@
 #   tools/gpu_checks.sh trace k-sweep       # where a stage's cycles go; fixed + per-stage time
 #   tools/gpu_checks.sh bench               # the main job (about 8 minutes): $OUT/docs, $OUT/traces
 #   tools/gpu_checks.sh ops-streams         # the library's 'auto' on the GPU; the grouped workspace forms on two streams
+#   tools/gpu_checks.sh sparse-proxy        # the sparse MMA tiles at 256-1024 rows beside the grouped
+#                                           # register-weights form on one group (the no-B-pass proxy)
 #   tools/gpu_checks.sh tokens-as-n         # the 32 x 64 form forced at every bucket, then timed against
 #                                           # variants/*/grouped_wgmma.cu on the decode-like and 4096 buckets
 set -u
@@ -50,6 +52,8 @@ for step in "$@"; do
         # the results pages under $OUT/docs (copied into docs/ by hand), the harness traces under $OUT/traces
         bench) run_step bench 580 python3 scripts/run_benchmark.py --docs "$OUT/docs"
                mkdir -p "$OUT/traces" && cp -r traces/. "$OUT/traces/" ;;
+        sparse-proxy) run_step sparse-proxy 300 python3 tools/time_sparse_paths.py --ms 256,384,512,1024 \
+                          --paths wgmma_sp_128_n64_k2,wgmma_sp_128_k2,wgmma_sp_128 --regw-proxy ;;
         ops-streams) run_step ops-streams 300 python3 -m pytest -q tests/gpu/test_gpu_ops.py tests/gpu/test_gpu_grouped.py \
                          -k "test_gpu_ops or two_streams" ;;
         tokens-as-n) run_step tokens-as-n-tests 200 python3 -m pytest -q tests/gpu/test_gpu_grouped.py \
@@ -57,6 +61,6 @@ for step in "$@"; do
                      run_step tokens-as-n-times 300 python3 tools/time_wgmma_variants.py --tiles 32x64 --shapes \
                          "max_m 1;max_m 16;max_m 64, 8-32;max_m 128;max_m 64, 12-64;4096 ~20;4096 empty;256 ~76" \
                          variants/*/grouped_wgmma.cu ;;
-        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe sparse-paths trace k-sweep bench ops-streams tokens-as-n)"; exit 2 ;;
+        *) echo "unknown step: $step (probe tests memcheck racecheck variants sparse-tiles sparse-memcheck sparse-racecheck sparse-probe sparse-paths trace k-sweep bench ops-streams tokens-as-n sparse-proxy)"; exit 2 ;;
     esac
 done
