@@ -3,9 +3,11 @@ each m (and the few-rows kernel's tile where the rules choose it), for choosing 
 full range, random meta bytes), then the GPU time (CUDA-graph replay median, cold L2) and a
 host-inclusive mean (back-to-back calls, as FlashInfer-Bench times them), beside cuBLAS's dense
 fp16 GEMM on pre-decoded operands. --regw-proxy adds, up to m 1024, the grouped CUDA solution's
-register-weights form on one group of m rows (n, k the same): weights decoded into dense wgmma's
-register operand, tokens' fp16 images from a first pass, no pass over the weights; the time of the
-sparse form with no pass over B (sparse_gemm.md, next item 2) before it is built. On a Hopper host:
+register-weights form (weights decoded into dense wgmma's register operand, tokens' fp16 images
+from a first pass, no pass over the weights) on as many groups of m rows as fill one wave of its
+256 x 128 tiles: the time of a CTA's whole 256 x 128 x k tile in this data flow, which a sparse
+form with no pass over B (sparse_gemm.md, next item 2) would split over smaller tiles. On a
+Hopper host:
   PYTHONPATH=src python3 tools/time_sparse_paths.py [--ms 256,512,1024,2048,3072,4096,8192] [--paths wgmma_sp_128,dense] [--regw-proxy]"""
 
 import argparse
@@ -57,17 +59,19 @@ def main():
             print(f"| {m} | {path} | {'yes' if path == chosen else ''} | {worst} | {t_gpu:.1f} | {t_host:.1f} | "
                   f"{t_cublas:.1f} |", flush=True)
         if args.regw_proxy and m <= 1024:
-            print(f"| {m} | grouped register-weights, g 1 (proxy) | | {regw_proxy(m)} |", flush=True)
+            g = max(1, torch.cuda.get_device_properties(0).multi_processor_count // (-(-m // 256) * (N // 128)))
+            print(f"| {m} | grouped register-weights, {g} groups of {m} rows (proxy) | | {regw_proxy(m, g)}",
+                  flush=True)
 
 
-def regw_proxy(m):
-    """'check, GPU us, host-inclusive us' of the grouped solution's 256 x 128 register-weights form
-    on one group of m token rows, all of them computed."""
+def regw_proxy(m, g):
+    """'check | GPU us | host-inclusive us |' of the grouped solution's 256 x 128 register-weights
+    form on g groups of m token rows, all of them computed."""
     from lowbit_gemm.oracle import grouped_gemm_oracle
 
     grouped = load_solution("grouped_gemm_fp8_fp4_m_masked_g4_n2048_k2048", "lowbit", "cuda_fp4_wgmma")
-    ins = [t.cuda() for t in grouped_inputs(m, [m], N, K, seed=m)[:5]]
-    c = nan_output((1, m, N), "cuda")
+    ins = [t.cuda() for t in grouped_inputs(m, [m] * g, N, K, seed=m)[:5]]
+    c = nan_output((g, m, N), "cuda")
     fn = lambda a, a_s, b, b_s, mm, o: grouped.grouped_gemm_fp8_fp4_masked(  # noqa: E731
         a, a_s, b, b_s, mm, o, expected_m=m, tile=(256, 128, "register"))
     fn(*ins, c)
