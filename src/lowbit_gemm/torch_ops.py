@@ -8,9 +8,7 @@ to each call; a caller that does not compile calls lowbit_gemm.ops directly. Reg
 lowbit_gemm is imported.
 """
 
-from __future__ import annotations
-
-from typing import Optional
+from typing import Optional  # no postponed annotations: custom_op reads these to make the schema
 
 import torch
 
