@@ -173,3 +173,9 @@ def test_a_solution_is_loaded_once_a_process(monkeypatch):
         assert loads == ["triton_sparse_fp4_exact"]
     finally:
         ops._solution.cache_clear()
+
+
+def test_a_tensor_that_is_no_tensor_is_named_with_out_given():
+    a_vals, a_meta, b = sparse_pruned_inputs(3, n=64, k=256)
+    with pytest.raises(ValueError, match="b_fp8: expected a 2-D tensor .* got list"):
+        lg.sparse_gemm_fp4_fp8(a_vals, a_meta, [1, 2], out=torch.empty(3, 64, dtype=torch.bfloat16))

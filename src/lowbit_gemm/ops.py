@@ -45,7 +45,7 @@ def _cuda_toolkit() -> bool:
 
     if CUDA_HOME is None:
         warnings.warn("lowbit_gemm: no CUDA toolkit (nvcc) found to build the CUDA kernels on this Hopper GPU; "
-                      "kernel='auto' takes the Triton ones", RuntimeWarning, stacklevel=4)
+                      "kernel='auto' takes the Triton ones", RuntimeWarning, stacklevel=6)  # the caller's line
     return CUDA_HOME is not None
 
 
@@ -59,7 +59,8 @@ def _aligned(*tensors: torch.Tensor) -> bool:
 
 
 def _dims(name: str, t, dims: int, layout: str) -> None:
-    """The checks the output's allocation needs before the solution's own checks run."""
+    """The checks the output's allocation and the kernel's choice need before the solution's
+    own checks run."""
     if not isinstance(t, torch.Tensor) or t.dim() != dims:
         got = f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
         raise ValueError(f"{name}: expected a {dims}-D tensor {layout}, got {got}")
@@ -105,9 +106,9 @@ def grouped_gemm_fp8_fp4_masked(a_fp8, a_scale, b_fp4, b_scale, masked_m, expect
     where n is a multiple of 128 and every tensor but masked_m is 16-byte aligned, else
     triton_fp4_exact_mma.
     """
+    _dims("a_fp8", a_fp8, 3, "[g, max_m, k]")
+    _dims("b_fp4", b_fp4, 3, "[g, n, k/2]")
     if out is None:
-        _dims("a_fp8", a_fp8, 3, "[g, max_m, k]")
-        _dims("b_fp4", b_fp4, 3, "[g, n, k/2]")
         g, max_m, _ = a_fp8.shape
         out = torch.empty(g, max_m, b_fp4.shape[1], dtype=torch.bfloat16, device=a_fp8.device)
     solution = _kernel(GROUPED_DEFINITION, kernel, GROUPED_KERNELS,
@@ -125,9 +126,9 @@ def sparse_gemm_fp4_fp8(a_vals, a_meta, b_fp8, out: torch.Tensor | None = None, 
     SPARSE_KERNELS by name. "auto" takes cuda_sparse_fp4_mma on Hopper where every tensor is
     16-byte aligned, else triton_sparse_fp4_exact.
     """
+    _dims("a_vals", a_vals, 2, "[m, k/4]")
+    _dims("b_fp8", b_fp8, 2, "[n, k]")
     if out is None:
-        _dims("a_vals", a_vals, 2, "[m, k/4]")
-        _dims("b_fp8", b_fp8, 2, "[n, k]")
         out = torch.empty(a_vals.shape[0], b_fp8.shape[0], dtype=torch.bfloat16, device=b_fp8.device)
     solution = _kernel(SPARSE_DEFINITION, kernel, SPARSE_KERNELS,
                        lambda: _cuda_fits(b_fp8, a_vals, a_meta, b_fp8, out), "b_fp8", b_fp8)
