@@ -94,7 +94,11 @@ def header() -> str:
     return head + "\n".join([*(wrapper(n) for n in WIDTHS), *(wrapper_ss(n) for n in SS_WIDTHS)])
 
 
-if __name__ == "__main__":
+def main():
     for path, text in ((OUT, header()), (OUT_SPARSE, header_sparse())):
         path.write_text(text)
         print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
