@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {folder.name: folder for folder in solution_folders(ROOT / "solutions" / "lowbit")
            if any(folder.glob("*.cu")) and (folder / "build.py").is_file()}
 
-# Spill-store bytes per kernel (ptxas -v, nvcc 13.0, sm_90a), the most each may have. Spills are
-# outside the K loops where a design doc names them (grouped_gemm_wgmma.md); a kernel the
-# compiler reports that is missing here fails the test, so a new one gets its row.
+# Spill-store bytes per kernel (ptxas -v, nvcc 13.0, sm_90a), the most each may have; where a
+# kernel spills, grouped_gemm_wgmma.md says where. A kernel the compiler reports that is missing
+# here fails the test, so a new one gets its row.
 SPILL_STORES = {
     "cuda_fp4_wgmma": {
         "grouped_sync_kernel<2, 2, 1>": 0, "grouped_sync_kernel<2, 1, 2>": 0,
@@ -34,6 +34,7 @@ SPILL_STORES = {
         "sp_wgmma::sp_gemm<1, 64>": 0,
     },
 }
+
 
 def budget_row(name: str, budget: dict) -> str:
     """The budget's key for a kernel: its whole name, or for the few-rows and dense-operand
