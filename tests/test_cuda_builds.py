@@ -1,5 +1,5 @@
-"""Each CUDA solution compiles, host and device code, with its own build flags for sm_90a (nvcc
-only, no GPU), and ptxas spills no more bytes in any kernel than SPILL_STORES allows: a kernel
+"""Each CUDA solution builds, host and device code, with its own build flags for sm_90a (nvcc
+only, no GPU; the shared libraries of conftest's cuda_libraries), and ptxas spills no more bytes in any kernel than SPILL_STORES allows: a kernel
 edit made where no GPU is at hand is checked for what the compiler can tell before it reaches
 one. Skipped where nvcc is not on PATH."""
 
@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from lowbit_gemm.cuda_compile import compile_solution, nvcc, spill_stores
-from lowbit_gemm.packing import solution_folders
+from lowbit_gemm.cuda_compile import cuda_solution_folders, nvcc, spill_stores
 
 ROOT = Path(__file__).resolve().parents[1]
-# every CUDA solution of this project that builds itself: a lowbit folder with .cu sources and a build.py
-FOLDERS = {folder.name: folder for folder in solution_folders(ROOT / "solutions" / "lowbit")
-           if any(folder.glob("*.cu")) and (folder / "build.py").is_file()}
+# every CUDA solution of this project that builds itself
+FOLDERS = {folder.name: folder for folder in cuda_solution_folders(ROOT / "solutions" / "lowbit")}
 
 # Spill-store bytes per kernel (ptxas -v, nvcc 13.0, sm_90a), the most each may have; where a
 # kernel spills, grouped_gemm_wgmma.md says where. A kernel the compiler reports that is missing
@@ -57,8 +55,8 @@ def test_every_cuda_solution_has_a_spill_budget():
 
 @pytest.mark.skipif(nvcc() is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("solution", sorted(FOLDERS))
-def test_cuda_solution_compiles_for_sm90a_within_its_spill_budget(solution):
-    compiled = compile_solution(FOLDERS[solution], verbose=True)
+def test_cuda_solution_compiles_for_sm90a_within_its_spill_budget(solution, cuda_libraries):
+    compiled = cuda_libraries[solution]
     assert all(c.ok for c in compiled), "\n".join(c.log[-4000:] for c in compiled if not c.ok)
     found = {}
     for c in compiled:

@@ -1,5 +1,5 @@
 """The CUDA solutions' real C entries on a CPU: each library built by nvcc with its build.py's
-flags, called through main.py (tools/host_path.py's patches take the CPU for a Hopper GPU). Every
+flags (conftest's cuda_libraries), called through main.py (tools/host_path.py's patches take the CPU for a Hopper GPU). Every
 tile and path a plan can take passes the entry's own argument checks and reaches the CUDA runtime,
 which answers that there is no driver or no device; what the entries document as invalid gets
 cudaErrorInvalidValue without reaching it. So main.py and the entries agree on the arguments'
@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lowbit_gemm.cuda_compile import build_shared_library, nvcc
-from lowbit_gemm.solutions import solution_dir
+from lowbit_gemm.cuda_compile import nvcc
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("host_path", ROOT / "tools" / "host_path.py")
@@ -29,16 +28,20 @@ NO_GPU = r"CUDA error (35|100)\b"  # cudaErrorInsufficientDriver, cudaErrorNoDev
 INVALID = 1  # cudaErrorInvalidValue
 
 
-@pytest.fixture(scope="module")
-def grouped_lib(tmp_path_factory):
-    return ctypes.CDLL(str(build_shared_library(solution_dir(*host_path.GROUPED[:1], "lowbit", host_path.GROUPED[1]),
-                                                tmp_path_factory.mktemp("grouped"))))
+def library(cuda_libraries, solution):
+    (compiled,) = cuda_libraries[solution[1]]  # one .cu a solution
+    assert compiled.ok, compiled.log[-4000:]
+    return ctypes.CDLL(str(compiled.library))
 
 
 @pytest.fixture(scope="module")
-def sparse_lib(tmp_path_factory):
-    return ctypes.CDLL(str(build_shared_library(solution_dir(*host_path.SPARSE[:1], "lowbit", host_path.SPARSE[1]),
-                                                tmp_path_factory.mktemp("sparse"))))
+def grouped_lib(cuda_libraries):
+    return library(cuda_libraries, host_path.GROUPED)
+
+
+@pytest.fixture(scope="module")
+def sparse_lib(cuda_libraries):
+    return library(cuda_libraries, host_path.SPARSE)
 
 
 def test_every_grouped_tile_passes_the_entrys_checks(grouped_lib):

@@ -23,6 +23,7 @@ class Compiled:
     source: Path
     ok: bool
     log: str  # nvcc's stderr (ptxas -v's report with verbose)
+    library: Path | None = None  # the shared library, where one was asked for and built
 
 
 def nvcc() -> str | None:
@@ -36,9 +37,19 @@ def build_flags(folder: Path) -> list:
     return list(build.CUDA_FLAGS)
 
 
-def compile_solution(folder: Path, verbose: bool = False) -> list:
-    """[Compiled] for each *.cu of the folder: host and device code to an object file that is
-    thrown away, with build.py's flags (and ptxas -v where verbose). Needs nvcc on PATH."""
+def cuda_solution_folders(root: Path) -> list:
+    """The solution folders under root that build CUDA themselves: .cu sources and a build.py."""
+    from .packing import solution_folders
+
+    return [f for f in solution_folders(Path(root)) if any(f.glob("*.cu")) and (f / "build.py").is_file()]
+
+
+def compile_solution(folder: Path, verbose: bool = False, library_dir: Path | None = None) -> list:
+    """[Compiled] for each *.cu of the folder, host and device code with build.py's flags (and
+    ptxas -v where verbose): to an object file that is thrown away, or, given library_dir, to the
+    shared library build.py makes, kept at library_dir/lib<stem>.so. Its C entries load and run
+    on a machine without a GPU: their argument checks answer, and their first CUDA call returns
+    the runtime's no-driver or no-device code. Needs nvcc on PATH."""
     exe = nvcc()
     if exe is None:
         raise FileNotFoundError("nvcc is not on PATH")
@@ -46,26 +57,14 @@ def compile_solution(folder: Path, verbose: bool = False) -> list:
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         for source in sorted(Path(folder).glob("*.cu")):
-            done = subprocess.run([exe, *flags, "-c", str(source), "-o", str(Path(tmp) / "k.o")],
-                                  capture_output=True, text=True)
-            out.append(Compiled(source, done.returncode == 0, done.stderr))
+            if library_dir is None:
+                target, kind = Path(tmp) / "k.o", ["-c"]
+            else:
+                target, kind = Path(library_dir) / f"lib{source.stem}.so", ["-shared", "-Xcompiler", "-fPIC"]
+            done = subprocess.run([exe, *flags, *kind, str(source), "-o", str(target)], capture_output=True, text=True)
+            ok = done.returncode == 0
+            out.append(Compiled(source, ok, done.stderr, target if ok and library_dir is not None else None))
     return out
-
-
-def build_shared_library(folder: Path, directory: Path) -> Path:
-    """The folder's one .cu built as the shared library its build.py makes (with its flags), at
-    directory/lib<stem>.so. Its C entries load and run on a machine without a GPU: their argument
-    checks answer, and their first CUDA call returns the runtime's no-driver or no-device code."""
-    exe = nvcc()
-    if exe is None:
-        raise FileNotFoundError("nvcc is not on PATH")
-    (source,) = sorted(Path(folder).glob("*.cu"))
-    lib = Path(directory) / f"lib{source.stem}.so"
-    done = subprocess.run([exe, *build_flags(folder), "-shared", "-Xcompiler", "-fPIC", str(source), "-o", str(lib)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"nvcc failed on {source}:\n{done.stderr[-4000:]}")
-    return lib
 
 
 def _kernel_name(mangled: str) -> str:
